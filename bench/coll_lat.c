@@ -1,0 +1,471 @@
+/*
+ * coll_lat: latency of one MPI collective over a sweep of message sizes.
+ *
+ *   coll_lat -c allreduce|reduce|bcast|barrier [-m MIN:MAX] [-i ITERS] [-x WARMUP]
+ *            [-f csv|text] [-h]
+ *
+ * The measurement follows the usual micro-benchmark recipe: for every power-of-two
+ * size, run WARMUP untimed calls, synchronise with MPI_Barrier, then time ITERS
+ * back-to-back calls with MPI_Wtime.  Each rank's latency is its elapsed time divided
+ * by ITERS; rank 0 reports the average of those per-rank latencies plus the minimum
+ * and maximum over the ranks.
+ *
+ * allreduce and reduce use MPI_FLOAT / MPI_SUM (count = bytes / 4), bcast uses
+ * MPI_CHAR, and the root is rank 0.  barrier has no message and is reported once
+ * with bytes = 0.  After each timed loop the result of the last call is checked, so
+ * a collective component that returns wrong data makes the program exit with an
+ * error instead of silently reporting a latency.
+ *
+ * The per-rank latencies are collected with MPI_Gather rather than MPI_Reduce so the
+ * statistics do not depend on the reduction code of the component being measured.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DEFAULT_MIN_BYTES 4L
+#define DEFAULT_MAX_BYTES (1L << 20)
+#define SMALL_LIMIT (8L * 1024)   /* sizes below this: ITERS_SMALL */
+#define MEDIUM_LIMIT (128L * 1024) /* sizes up to this: ITERS_MEDIUM */
+#define ITERS_SMALL 10000
+#define ITERS_MEDIUM 1000
+#define ITERS_LARGE 100
+#define MAX_BYTES_LIMIT (1L << 30)
+
+enum coll_kind { COLL_ALLREDUCE, COLL_REDUCE, COLL_BCAST, COLL_BARRIER };
+
+static const char *const coll_names[] = { "allreduce", "reduce", "bcast", "barrier" };
+
+struct options {
+    enum coll_kind coll;
+    long min_bytes;
+    long max_bytes;
+    int iters;  /* -1: scale with the message size */
+    int warmup; /* -1: a tenth of the iterations */
+    int csv;
+};
+
+struct buffers {
+    float *send; /* reduction input, also the bcast buffer */
+    float *recv; /* reduction output */
+};
+
+static void usage(FILE *out, const char *prog)
+{
+    fprintf(out,
+            "usage: %s -c allreduce|reduce|bcast|barrier [-m MIN:MAX] [-i ITERS]\n"
+            "          [-x WARMUP] [-f csv|text] [-h]\n"
+            "  -c COLL     collective to time (required)\n"
+            "  -m MIN:MAX  message sizes in bytes, powers of two from MIN to MAX\n"
+            "              (default %ld:%ld; \"MAX\" alone means %ld:MAX)\n"
+            "  -i ITERS    timed iterations per size (default %d below %ld B,\n"
+            "              %d up to %ld B, %d above)\n"
+            "  -x WARMUP   untimed iterations per size (default ITERS / 10)\n"
+            "  -f FORMAT   csv: 'coll,bytes,avg_us,min_us,max_us,iters' lines;\n"
+            "              text: aligned columns (default)\n",
+            prog, DEFAULT_MIN_BYTES, DEFAULT_MAX_BYTES, DEFAULT_MIN_BYTES, ITERS_SMALL,
+            SMALL_LIMIT, ITERS_MEDIUM, MEDIUM_LIMIT, ITERS_LARGE);
+}
+
+/* Parse a non-negative decimal integer that must fit in [lo, hi]. */
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) {
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* "MIN:MAX", "MIN:" or "MAX" (min stays at its default). */
+static int parse_range(const char *s, long *min_bytes, long *max_bytes)
+{
+    char buf[64];
+    char *colon;
+
+    if (strlen(s) >= sizeof(buf)) {
+        return -1;
+    }
+    strcpy(buf, s);
+    colon = strchr(buf, ':');
+    if (colon == NULL) {
+        return parse_long(buf, 1, MAX_BYTES_LIMIT, max_bytes);
+    }
+    *colon = '\0';
+    if (buf[0] != '\0' && parse_long(buf, 1, MAX_BYTES_LIMIT, min_bytes) != 0) {
+        return -1;
+    }
+    if (colon[1] != '\0' && parse_long(colon + 1, 1, MAX_BYTES_LIMIT, max_bytes) != 0) {
+        return -1;
+    }
+    return 0;
+}
+
+/* fprintf to stderr, but only when verbose is set. */
+static void complain(int verbose, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!verbose) {
+        return;
+    }
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+}
+
+/*
+ * Returns 0 on success, 1 after -h, -1 on a bad command line.  Only the rank that
+ * passes verbose != 0 prints why, so an error is not repeated once per rank.
+ */
+static int parse_args(int argc, char **argv, struct options *opt, int verbose)
+{
+    int have_coll = 0;
+    int c;
+    long v;
+
+    opterr = verbose; /* getopt's own messages too */
+    opt->min_bytes = DEFAULT_MIN_BYTES;
+    opt->max_bytes = DEFAULT_MAX_BYTES;
+    opt->iters = -1;
+    opt->warmup = -1;
+    opt->csv = 0;
+
+    while ((c = getopt(argc, argv, "c:m:i:x:f:h")) != -1) {
+        switch (c) {
+        case 'c':
+            for (v = 0; v < (long)(sizeof(coll_names) / sizeof(coll_names[0])); v++) {
+                if (strcmp(optarg, coll_names[v]) == 0) {
+                    break;
+                }
+            }
+            if (v == (long)(sizeof(coll_names) / sizeof(coll_names[0]))) {
+                complain(verbose, "coll_lat: unknown collective '%s'\n", optarg);
+                return -1;
+            }
+            opt->coll = (enum coll_kind)v;
+            have_coll = 1;
+            break;
+        case 'm':
+            if (parse_range(optarg, &opt->min_bytes, &opt->max_bytes) != 0) {
+                complain(verbose, "coll_lat: bad size range '%s' (want MIN:MAX, 1..%ld)\n",
+                         optarg, MAX_BYTES_LIMIT);
+                return -1;
+            }
+            break;
+        case 'i':
+            if (parse_long(optarg, 1, INT_MAX, &v) != 0) {
+                complain(verbose, "coll_lat: bad iteration count '%s'\n", optarg);
+                return -1;
+            }
+            opt->iters = (int)v;
+            break;
+        case 'x':
+            if (parse_long(optarg, 0, INT_MAX, &v) != 0) {
+                complain(verbose, "coll_lat: bad warmup count '%s'\n", optarg);
+                return -1;
+            }
+            opt->warmup = (int)v;
+            break;
+        case 'f':
+            if (strcmp(optarg, "csv") == 0) {
+                opt->csv = 1;
+            } else if (strcmp(optarg, "text") == 0) {
+                opt->csv = 0;
+            } else {
+                complain(verbose, "coll_lat: unknown format '%s' (csv or text)\n", optarg);
+                return -1;
+            }
+            break;
+        case 'h':
+            return 1;
+        default:
+            return -1;
+        }
+    }
+    if (optind != argc) {
+        complain(verbose, "coll_lat: unexpected argument '%s'\n", argv[optind]);
+        return -1;
+    }
+    if (!have_coll) {
+        complain(verbose, "coll_lat: -c COLL is required\n");
+        return -1;
+    }
+    if (opt->min_bytes > opt->max_bytes) {
+        complain(verbose, "coll_lat: MIN (%ld) is larger than MAX (%ld)\n", opt->min_bytes,
+                 opt->max_bytes);
+        return -1;
+    }
+    /* Reductions work on whole floats: start the sweep at one element. */
+    if ((opt->coll == COLL_ALLREDUCE || opt->coll == COLL_REDUCE)
+        && opt->min_bytes < (long)sizeof(float)) {
+        opt->min_bytes = sizeof(float);
+        if (opt->max_bytes < opt->min_bytes) {
+            opt->max_bytes = opt->min_bytes;
+        }
+    }
+    return 0;
+}
+
+static int iters_for(const struct options *opt, long bytes)
+{
+    if (opt->iters > 0) {
+        return opt->iters;
+    }
+    if (opt->coll == COLL_BARRIER || bytes < SMALL_LIMIT) {
+        return ITERS_SMALL;
+    }
+    if (bytes <= MEDIUM_LIMIT) {
+        return ITERS_MEDIUM;
+    }
+    return ITERS_LARGE;
+}
+
+static int warmup_for(const struct options *opt, int iters)
+{
+    if (opt->warmup >= 0) {
+        return opt->warmup;
+    }
+    return iters / 10 > 0 ? iters / 10 : 1;
+}
+
+/* The size after 'bytes' in the sweep; barrier has a single, message-less step. */
+static long next_size(const struct options *opt, long bytes)
+{
+    if (opt->coll == COLL_BARRIER) {
+        return LONG_MAX;
+    }
+    return bytes * 2;
+}
+
+/* Value of element i of rank r's reduction input: small integers, so sums are exact. */
+static float input_value(int rank, long i)
+{
+    return (float)((rank + 1) * (int)(i % 7 + 1));
+}
+
+static char bcast_value(long i)
+{
+    return (char)(i * 31 + 7);
+}
+
+/* Fill the buffers for one message size before the warmup. */
+static void prepare(const struct options *opt, struct buffers *b, long bytes, int rank)
+{
+    long count = bytes / (long)sizeof(float);
+    long i;
+
+    switch (opt->coll) {
+    case COLL_ALLREDUCE:
+    case COLL_REDUCE:
+        for (i = 0; i < count; i++) {
+            b->send[i] = input_value(rank, i);
+            b->recv[i] = -1.0f;
+        }
+        break;
+    case COLL_BCAST:
+        for (i = 0; i < bytes; i++) {
+            ((char *)b->send)[i] = rank == 0 ? bcast_value(i) : 0;
+        }
+        break;
+    case COLL_BARRIER:
+        break;
+    }
+}
+
+static int run_once(const struct options *opt, struct buffers *b, long bytes)
+{
+    int count = (int)(bytes / (long)sizeof(float));
+
+    switch (opt->coll) {
+    case COLL_ALLREDUCE:
+        return MPI_Allreduce(b->send, b->recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    case COLL_REDUCE:
+        return MPI_Reduce(b->send, b->recv, count, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
+    case COLL_BCAST:
+        return MPI_Bcast(b->send, (int)bytes, MPI_CHAR, 0, MPI_COMM_WORLD);
+    case COLL_BARRIER:
+        return MPI_Barrier(MPI_COMM_WORLD);
+    }
+    return MPI_ERR_OTHER;
+}
+
+/* Check the result of the last call; returns the index of the first bad element or -1. */
+static long check(const struct options *opt, const struct buffers *b, long bytes, int rank,
+                  int nranks)
+{
+    long count = bytes / (long)sizeof(float);
+    long i;
+
+    switch (opt->coll) {
+    case COLL_REDUCE:
+        if (rank != 0) {
+            return -1;
+        }
+        /* fall through */
+    case COLL_ALLREDUCE:
+        for (i = 0; i < count; i++) {
+            float want = (float)(nranks * (nranks + 1) / 2 * (int)(i % 7 + 1));
+            if (b->recv[i] != want) {
+                return i;
+            }
+        }
+        break;
+    case COLL_BCAST:
+        for (i = 0; i < bytes; i++) {
+            if (((const char *)b->send)[i] != bcast_value(i)) {
+                return i;
+            }
+        }
+        break;
+    case COLL_BARRIER:
+        break;
+    }
+    return -1;
+}
+
+/* Time one message size; returns this rank's latency in microseconds, or -1 on error. */
+static double measure(const struct options *opt, struct buffers *b, long bytes, int iters,
+                      int warmup)
+{
+    double t0, t1;
+    int i;
+
+    for (i = 0; i < warmup; i++) {
+        if (run_once(opt, b, bytes) != MPI_SUCCESS) {
+            return -1.0;
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = MPI_Wtime();
+    for (i = 0; i < iters; i++) {
+        if (run_once(opt, b, bytes) != MPI_SUCCESS) {
+            return -1.0;
+        }
+    }
+    t1 = MPI_Wtime();
+    return (t1 - t0) * 1e6 / iters;
+}
+
+int main(int argc, char **argv)
+{
+    struct options opt;
+    struct buffers b = { NULL, NULL };
+    double *all_lat = NULL;
+    long bytes, first, alloc;
+    int rank, nranks, rc, status = EXIT_SUCCESS;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    /* Report failures of the measured collective as return codes instead of aborting. */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+
+    rc = parse_args(argc, argv, &opt, rank == 0);
+    if (rc != 0) {
+        if (rank == 0) {
+            usage(rc > 0 ? stdout : stderr, argv[0]);
+        }
+        MPI_Finalize();
+        return rc > 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    }
+
+    /* Page-aligned buffers, touched once so first-use page faults are not timed. */
+    alloc = opt.coll == COLL_BARRIER ? (long)sizeof(float) : opt.max_bytes;
+    if (posix_memalign((void **)&b.send, 4096, (size_t)alloc) != 0
+        || posix_memalign((void **)&b.recv, 4096, (size_t)alloc) != 0) {
+        fprintf(stderr, "coll_lat: rank %d: cannot allocate 2 x %ld bytes\n", rank, alloc);
+        MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE);
+    }
+    memset(b.send, 0, (size_t)alloc);
+    memset(b.recv, 0, (size_t)alloc);
+    all_lat = malloc(sizeof(double) * (size_t)nranks);
+    if (all_lat == NULL) {
+        MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE);
+    }
+
+    if (rank == 0) {
+        if (opt.csv) {
+            printf("coll,bytes,avg_us,min_us,max_us,iters\n");
+        } else {
+            printf("# coll_lat: MPI_%s, %d ranks\n", coll_names[opt.coll], nranks);
+            printf("%-10s %12s %12s %12s %12s %8s\n", "# coll", "bytes", "avg_us", "min_us",
+                   "max_us", "iters");
+        }
+        fflush(stdout);
+    }
+
+    /* The sweep starts at the smallest power of two not below MIN. */
+    first = 1;
+    while (first < opt.min_bytes) {
+        first <<= 1;
+    }
+    if (opt.coll == COLL_BARRIER) {
+        first = 0;
+    }
+
+    for (bytes = first; bytes <= opt.max_bytes; bytes = next_size(&opt, bytes)) {
+        int iters = iters_for(&opt, bytes);
+        int warmup = warmup_for(&opt, iters);
+        double lat, avg, min, max;
+        long bad;
+        int i, any_bad;
+
+        prepare(&opt, &b, bytes, rank);
+        lat = measure(&opt, &b, bytes, iters, warmup);
+        if (lat < 0) {
+            fprintf(stderr, "coll_lat: rank %d: MPI_%s failed at %ld bytes\n", rank,
+                    coll_names[opt.coll], bytes);
+            MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE);
+        }
+
+        bad = check(&opt, &b, bytes, rank, nranks);
+        if (bad >= 0) {
+            fprintf(stderr, "coll_lat: rank %d: MPI_%s gave a wrong result at %ld bytes "
+                    "(element %ld)\n", rank, coll_names[opt.coll], bytes, bad);
+        }
+        i = bad >= 0;
+        MPI_Allreduce(&i, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (any_bad) {
+            status = EXIT_FAILURE;
+            break;
+        }
+
+        MPI_Gather(&lat, 1, MPI_DOUBLE, all_lat, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        if (rank != 0) {
+            continue;
+        }
+        avg = 0.0;
+        min = max = all_lat[0];
+        for (i = 0; i < nranks; i++) {
+            avg += all_lat[i];
+            min = all_lat[i] < min ? all_lat[i] : min;
+            max = all_lat[i] > max ? all_lat[i] : max;
+        }
+        avg /= nranks;
+        if (opt.csv) {
+            printf("%s,%ld,%.3f,%.3f,%.3f,%d\n", coll_names[opt.coll], bytes, avg, min, max,
+                   iters);
+        } else {
+            printf("%-10s %12ld %12.2f %12.2f %12.2f %8d\n", coll_names[opt.coll], bytes, avg,
+                   min, max, iters);
+        }
+        fflush(stdout);
+    }
+
+    free(all_lat);
+    free(b.send);
+    free(b.recv);
+    MPI_Finalize();
+    return status;
+}

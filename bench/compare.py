@@ -1,0 +1,541 @@
+#!/usr/bin/python3
+"""Compare collective latencies of coll/offload against stock Open MPI components.
+
+Runs coll_lat once per (np, repeat, collective, selection), where a "selection" is a set
+of --mca arguments that picks the collective component under test:
+
+    offload  --mca coll offload,tuned,libnbc,basic,self,inter
+    tuned    --mca coll tuned,libnbc,basic,self,inter
+    sm       --mca coll sm,tuned,libnbc,basic,self,inter --mca coll_sm_priority 100
+
+The runs are interleaved (A B C A B C ...) and each size's latency is the median over
+the repeats, which keeps a noisy machine from favouring whichever selection happened to
+run during a quiet moment.  Results go to --out (default results/):
+
+    raw.csv       every row coll_lat printed, tagged with np, selection and repeat
+    latency.csv   the per-size medians that the tables and the chart show
+    latency.md    one markdown table per (np, collective), ready to paste in a README
+    latency.png   latency vs message size, log-log, one line per selection
+
+A selection whose runs fail (e.g. mca_coll_offload.so is not installed yet) is reported
+and shown as "n/a"; the script exits nonzero only if no selection produced any data.
+
+Needs matplotlib for the chart: run it with /usr/bin/python3 on Debian (the table and
+CSV files are still written without it).
+"""
+
+import argparse
+import csv
+import datetime
+import os
+import platform
+import re
+import shlex
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+COLLS = ("allreduce", "reduce", "bcast", "barrier")
+FALLBACK = "libnbc,basic,self,inter"
+SELECTIONS = {
+    "offload": ["--mca", "coll", "offload,tuned," + FALLBACK],
+    "tuned": ["--mca", "coll", "tuned," + FALLBACK],
+    "sm": ["--mca", "coll", "sm,tuned," + FALLBACK, "--mca", "coll_sm_priority", "100"],
+}
+# Fixed colours/markers so a selection looks the same in every subplot and every run.
+STYLE = {
+    "offload": ("tab:red", "o"),
+    "tuned": ("tab:blue", "s"),
+    "sm": ("tab:green", "^"),
+}
+SYSTEM_COMPONENT_DIR = "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3"
+
+
+def log(msg):
+    """Progress and diagnostics go to stderr; stdout is kept for the final tables."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------
+# Command line
+
+
+def parse_args(argv):
+    here = os.path.dirname(os.path.abspath(__file__))
+    p = argparse.ArgumentParser(
+        description="Side-by-side collective latency of several coll component selections.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--np", default="2",
+                   help="number of ranks, or a comma-separated list (2,4,8): a table per np")
+    p.add_argument("--colls", default=",".join(COLLS), help="collectives to time")
+    p.add_argument("--sizes", default="4:1048576", help="MIN:MAX message bytes (coll_lat -m)")
+    p.add_argument("--select", default="offload,tuned,sm",
+                   help="selections to compare (%s); ratios are relative to the first"
+                   % ",".join(SELECTIONS))
+    p.add_argument("--repeat", type=int, default=3,
+                   help="runs per selection, interleaved; the per-size median is reported")
+    p.add_argument("--out", default="results", help="output directory")
+    p.add_argument("--iters", type=int, help="fixed timed iterations (coll_lat -i)")
+    p.add_argument("--warmup", type=int, help="fixed warmup iterations (coll_lat -x)")
+    p.add_argument("--bin", help="coll_lat executable (default: coll_lat next to this script, "
+                   "then ./bench/coll_lat, then ./coll_lat)")
+    p.add_argument("--mpirun", default="mpirun", help="launcher")
+    p.add_argument("--mpirun-args", default="", help="extra mpirun arguments (one string)")
+    p.add_argument("--env-component-path", metavar="DIR",
+                   help="also load MCA components from DIR (uninstalled build of "
+                   "mca_coll_offload.so) via OMPI_MCA_mca_base_component_path")
+    p.add_argument("--timeout", type=float, default=300.0,
+                   help="seconds before one mpirun is considered hung and killed")
+    a = p.parse_args(argv)
+
+    try:
+        a.np = [int(n) for n in a.np.split(",") if n.strip()]
+    except ValueError:
+        p.error("--np wants an integer or a comma-separated list of integers")
+    if not a.np or min(a.np) < 1:
+        p.error("--np values must be >= 1")
+    a.colls = [c for c in a.colls.split(",") if c]
+    a.select = [s for s in a.select.split(",") if s]
+    for c in a.colls:
+        if c not in COLLS:
+            p.error("unknown collective %r (choose from %s)" % (c, ", ".join(COLLS)))
+    for s in a.select:
+        if s not in SELECTIONS:
+            p.error("unknown selection %r (choose from %s)" % (s, ", ".join(SELECTIONS)))
+    if len(set(a.select)) != len(a.select) or len(set(a.colls)) != len(a.colls):
+        p.error("--select and --colls must not repeat a name")
+    if a.repeat < 1:
+        p.error("--repeat must be >= 1")
+    if not re.fullmatch(r"\d*:?\d*", a.sizes) or a.sizes in ("", ":"):
+        p.error("--sizes wants MIN:MAX in bytes")
+
+    if a.bin is None:
+        candidates = [os.path.join(here, "coll_lat"), os.path.join("bench", "coll_lat"),
+                      "coll_lat"]
+        a.bin = next((c for c in candidates if os.access(c, os.X_OK)), candidates[0])
+    a.bin = os.path.abspath(a.bin)
+    if not os.access(a.bin, os.X_OK):
+        p.error("coll_lat not found at %s: build it (make -C bench) or pass --bin" % a.bin)
+    return a
+
+
+def component_env(extra_dir):
+    """Environment for mpirun; with extra_dir, the component path keeps the system dir."""
+    env = dict(os.environ)
+    if extra_dir:
+        system_dir = SYSTEM_COMPONENT_DIR
+        try:
+            out = subprocess.run(["ompi_info", "--path", "pkglibdir"], capture_output=True,
+                                 text=True, timeout=30).stdout
+            m = re.search(r"Pkglibdir:\s*(\S+)", out)
+            if m:
+                system_dir = m.group(1)
+        except (OSError, subprocess.SubprocessError):
+            pass
+        extra_dir = os.path.abspath(extra_dir)
+        if not os.path.exists(os.path.join(extra_dir, "mca_coll_offload.so")):
+            log("warning: %s has no mca_coll_offload.so" % extra_dir)
+        env["OMPI_MCA_mca_base_component_path"] = system_dir + ":" + extra_dir
+    return env
+
+
+def mpirun_cmd(a, np, selection, tail):
+    cmd = [a.mpirun, "-np", str(np)]
+    if os.geteuid() == 0:
+        cmd.append("--allow-run-as-root")
+    # Harmless when np fits the cores (binding is unchanged), required when it does not.
+    cmd.append("--oversubscribe")
+    cmd += SELECTIONS[selection] + shlex.split(a.mpirun_args)
+    return cmd + [a.bin] + tail
+
+
+# ---------------------------------------------------------------------------------------
+# Running
+
+
+class RunResult:
+    def __init__(self, rc, out, err, seconds, timed_out):
+        self.rc, self.out, self.err = rc, out, err
+        self.seconds, self.timed_out = seconds, timed_out
+
+    @property
+    def ok(self):
+        return self.rc == 0 and not self.timed_out
+
+
+def run(cmd, env, timeout):
+    """Run one mpirun in its own process group so a hung job can be killed as a whole."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, start_new_session=True)
+    timed_out = False
+    out = err = ""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(proc.pid, sig)
+                out, err = proc.communicate(timeout=10)
+                break
+            except ProcessLookupError:
+                out, err = proc.communicate()
+                break
+            except subprocess.TimeoutExpired:
+                continue
+    return RunResult(proc.returncode, out or "", err or "", time.monotonic() - t0, timed_out)
+
+
+def diagnose(res, timeout):
+    """One line saying why a run failed, from the launcher's and coll_lat's messages."""
+    err = res.err
+    if res.timed_out:
+        return "timed out after %g s (hang?); killed" % timeout
+    if "mca_coll_base_open() failed" in err or 'Returned "Not found"' in err:
+        return ("a requested coll component was not found (not installed? "
+                "try --env-component-path DIR)")
+    m = re.search(r"coll_lat: .*wrong result.*", err)
+    if m:
+        return "WRONG RESULTS: " + m.group(0)
+    m = re.search(r"coll_lat: .*", err)
+    if m:
+        return m.group(0)
+    m = re.search(r"signal (\d+) \(([^)]*)\)", err)
+    if m:
+        return "a rank died with signal %s (%s)" % m.groups()
+    if "not enough slots" in err:
+        return "not enough slots for this np (see --mpirun-args)"
+    lines = [ln.strip() for ln in err.splitlines() if ln.strip() and not ln.startswith("---")]
+    tail = " | ".join(lines[-3:]) if lines else "no error output"
+    return "mpirun exited with status %s: %s" % (res.rc, tail)
+
+
+def parse_rows(coll, text):
+    """The CSV rows coll_lat printed for coll: (bytes, avg, min, max, iters) tuples."""
+    rows = []
+    for line in text.splitlines():
+        f = line.strip().split(",")
+        if len(f) != 6 or f[0] != coll:
+            continue  # header, or something the launcher wrote to stdout
+        try:
+            rows.append((int(f[1]), float(f[2]), float(f[3]), float(f[4]), int(f[5])))
+        except ValueError:
+            continue
+    return rows
+
+
+def preflight(a, np, selection, env):
+    """One tiny verbose run: does the selection start, and is its first component the one
+    MPI_COMM_WORLD actually uses?  Returns (error or None, warning or None)."""
+    primary = SELECTIONS[selection][2].split(",")[0]
+    cmd = mpirun_cmd(a, np, selection, ["-c", "barrier", "-i", "1", "-x", "0", "-f", "csv"])
+    cmd[cmd.index(a.bin):cmd.index(a.bin)] = ["--mca", "coll_base_verbose", "20"]
+    res = run(cmd, env, a.timeout)
+    if not res.ok:
+        return diagnose(res, a.timeout), None
+
+    # comm_select prints "selecting NAME, priority P, Enabled|Disabled" for each
+    # communicator; follow each process's current communicator to keep MPI_COMM_WORLD's.
+    current, enabled = {}, {}
+    for line in res.out.splitlines() + res.err.splitlines():
+        m = re.match(r"\[([^\]]+)\] coll:base:comm_select: (.*)", line)
+        if not m:
+            continue
+        proc, msg = m.groups()
+        c = re.match(r"new communicator: (\S+)", msg)
+        if c:
+            current[proc] = c.group(1)
+            continue
+        s = re.match(r"selecting\s+(\S+), priority\s+(-?\d+), Enabled", msg)
+        if s and current.get(proc) == "MPI_COMM_WORLD":
+            enabled.setdefault(proc, {})[s.group(1)] = int(s.group(2))
+    if not enabled:
+        return None, None  # no verbose output to judge by; trust the selection
+    for comps in enabled.values():
+        if primary not in comps:
+            return None, ("%s is loaded but declined MPI_COMM_WORLD: this column measures "
+                          "the fallback components" % primary)
+        best = max(comps.values())
+        if comps[primary] < best:
+            others = ", ".join("%s %d" % kv for kv in sorted(comps.items()))
+            return None, ("%s is not the highest-priority component on MPI_COMM_WORLD (%s): "
+                          "this column may measure others" % (primary, others))
+    return None, None
+
+
+# ---------------------------------------------------------------------------------------
+# Tables and chart
+
+
+def runs_text(repeat, interleaved=False):
+    if repeat == 1:
+        return "a single run"
+    return "median of %d %sruns" % (repeat, "interleaved " if interleaved else "")
+
+
+def fmt_bytes(n):
+    for unit, scale in (("M", 1 << 20), ("K", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return "%d%s" % (n // scale, unit)
+    return str(n)
+
+
+def fmt_us(v):
+    if v is None:
+        return "n/a"
+    return "%.2f" % v if v < 1000 else "%.0f" % v
+
+
+def markdown_table(header, rows, align):
+    """Pipe table padded so the raw text lines up as well as the rendered one."""
+    cells = [header] + rows
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+
+    def line(r):
+        return "| " + " | ".join(c.rjust(w) if al == "r" else c.ljust(w)
+                                 for c, w, al in zip(r, widths, align)) + " |"
+
+    rule = "|" + "|".join(("-" * (w + 1) + ":") if al == "r" else ("-" * (w + 2))
+                          for w, al in zip(widths, align)) + "|"
+    return "\n".join([line(header), rule] + [line(r) for r in rows])
+
+
+def build_tables(a, medians, notes):
+    first = a.select[0]
+    out = []
+    for np in a.np:
+        if len(a.np) > 1:
+            out.append("## np = %d\n" % np)
+        for coll in a.colls:
+            sizes = sorted({b for s in a.select for b in medians.get((np, s, coll), {})})
+            header = ["bytes"] + ["%s (µs)" % s for s in a.select]
+            header += ["%s/%s" % (s, first) for s in a.select[1:]]
+            rows = []
+            for b in sizes:
+                vals = [medians.get((np, s, coll), {}).get(b) for s in a.select]
+                row = [str(b)] + [fmt_us(v) for v in vals]
+                for v in vals[1:]:
+                    ok = v is not None and vals[0] is not None and vals[0] > 0
+                    row.append("%.2f" % (v / vals[0]) if ok else "n/a")
+                rows.append(row)
+            if not rows:
+                rows = [["n/a"] * len(header)]
+            out.append("### %s (np = %d)\n" % (coll, np))
+            out.append(markdown_table(header, rows, ["r"] * len(header)))
+            for s in a.select:
+                if (np, s, coll) in notes:
+                    out.append("\n*%s: %s*" % (s, notes[(np, s, coll)]))
+            out.append("")
+    return "\n".join(out)
+
+
+def make_chart(a, medians, path, stamp):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.ticker import FuncFormatter, LogFormatter, LogLocator, NullFormatter
+    except ImportError:
+        log("matplotlib not available (run with /usr/bin/python3): no chart written")
+        return False
+
+    class PlainLogFormatter(LogFormatter):
+        """LogFormatter's choice of which ticks to label, printed as 0.5 instead of 5e-01."""
+
+        def __call__(self, x, pos=None):
+            return "%g" % x if super().__call__(x, pos) else ""
+
+    # One np: the collectives in a 2x2 grid.  Several: a row per np, a column per coll.
+    n = len(a.colls)
+    if len(a.np) == 1:
+        ncols = 1 if n == 1 else 2
+        nrows = (n + ncols - 1) // ncols
+        place = {(a.np[0], c): divmod(i, ncols) for i, c in enumerate(a.colls)}
+    else:
+        nrows, ncols = len(a.np), n
+        place = {(np, c): (r, i) for r, np in enumerate(a.np) for i, c in enumerate(a.colls)}
+    fig, axes = plt.subplots(nrows, ncols, figsize=(6.0 * ncols, 4.4 * nrows), squeeze=False)
+    for r in range(nrows):
+        for c in range(ncols):
+            if (r, c) not in place.values():
+                axes[r][c].set_visible(False)
+
+    for (np, coll), (r, c) in place.items():
+        ax = axes[r][c]
+        title = "MPI_%s" % coll.capitalize() + ("" if len(a.np) == 1 else "  (np = %d)" % np)
+        ax.set_title(title, fontsize=12, fontweight="bold")
+        if coll == "barrier":
+            # No message size: one bar per selection with its latency printed on top.
+            # A selection without data keeps its slot, labelled n/a.
+            names = list(a.select)
+            vals = [next(iter(medians[(np, s, coll)].values()))
+                    if medians.get((np, s, coll)) else 0.0 for s in names]
+            bars = ax.bar(names, vals, color=[STYLE[s][0] for s in names], width=0.55)
+            for bar, s, v in zip(bars, names, vals):
+                label = "%.2f µs" % v if medians.get((np, s, coll)) else "n/a"
+                ax.annotate(label, (bar.get_x() + bar.get_width() / 2, v),
+                            ha="center", va="bottom", fontsize=10, xytext=(0, 3),
+                            textcoords="offset points")
+            if max(vals) > 0:
+                ax.set_ylim(0, max(vals) * 1.2)
+            ax.set_ylabel("latency (µs)")
+            ax.set_xlabel("selection")
+            ax.grid(axis="y", alpha=0.3)
+        else:
+            for s in a.select:
+                data = medians.get((np, s, coll), {})
+                if not data:
+                    ax.plot([], [], " ", label="%s: n/a" % s)  # legend entry only
+                    continue
+                xs = sorted(data)
+                color, marker = STYLE[s]
+                ax.plot(xs, [data[x] for x in xs], marker=marker, color=color, label=s,
+                        markersize=5, linewidth=1.6)
+            if not any(medians.get((np, s, coll)) for s in a.select):
+                ax.text(0.5, 0.5, "no data: every run failed", transform=ax.transAxes,
+                        ha="center", va="center", fontsize=11, color="dimgray")
+                ax.legend(loc="upper left", fontsize=9)
+                continue  # log axes need positive data
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.xaxis.set_major_locator(LogLocator(base=4, numticks=16))
+            ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt_bytes(int(round(v)))))
+            # Plain numbers; minor ticks get labels too when the span is under a decade
+            # or two, so a flat curve still has a readable scale.
+            ax.yaxis.set_major_formatter(PlainLogFormatter(labelOnlyBase=False))
+            ax.yaxis.set_minor_formatter(PlainLogFormatter(labelOnlyBase=False,
+                                                           minor_thresholds=(2, 0.5)))
+            ax.set_xlabel("message size (bytes)")
+            ax.set_ylabel("latency (µs)")
+            ax.grid(which="major", alpha=0.35)
+            ax.grid(which="minor", alpha=0.12)
+            ax.legend(loc="upper left", fontsize=9)
+
+    np_text = ("np = %d" % a.np[0]) if len(a.np) == 1 else "np = " + ", ".join(map(str, a.np))
+    fig.suptitle("Collective latency, %s, %s — %s, %s"
+                 % (np_text, runs_text(a.repeat), platform.node(), stamp), fontsize=13)
+    fig.tight_layout(rect=(0, 0, 1, 0.96))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def ompi_version(mpirun):
+    try:
+        out = subprocess.run([mpirun, "--version"], capture_output=True, text=True,
+                             timeout=30).stdout
+        m = re.search(r"\(Open MPI\)\s*(\S+)", out)
+        return m.group(1) if m else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def main(argv):
+    a = parse_args(argv)
+    env = component_env(a.env_component_path)
+    t_start = time.monotonic()
+    stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    tail = ["-m", a.sizes, "-f", "csv"]
+    if a.iters is not None:
+        tail += ["-i", str(a.iters)]
+    if a.warmup is not None:
+        tail += ["-x", str(a.warmup)]
+
+    samples = {}   # (np, sel, coll) -> {bytes: [avg_us of each run]}
+    raw = []       # rows of raw.csv
+    notes = {}     # (np, sel, coll) -> why the data is missing or partial
+    warnings = {}  # (np, sel) -> preflight warning
+    launches = 0
+
+    for np in a.np:
+        active = []
+        for s in a.select:
+            err, warn = preflight(a, np, s, env)
+            launches += 1
+            if err:
+                log("np=%d %-8s FAILED to start: %s" % (np, s, err))
+                for coll in a.colls:
+                    notes[(np, s, coll)] = "n/a, " + err
+                continue
+            if warn:
+                log("np=%d %-8s WARNING: %s" % (np, s, warn))
+                warnings[(np, s)] = warn
+            active.append(s)
+
+        for rep in range(1, a.repeat + 1):
+            for coll in a.colls:
+                for s in active:
+                    key = (np, s, coll)
+                    if key in notes:
+                        continue  # failed in an earlier repeat: do not wait for it again
+                    cmd = mpirun_cmd(a, np, s, ["-c", coll] + tail)
+                    res = run(cmd, env, a.timeout)
+                    launches += 1
+                    rows = parse_rows(coll, res.out)
+                    for b, avg, lo, hi, iters in rows:
+                        samples.setdefault(key, {}).setdefault(b, []).append(avg)
+                        raw.append([np, s, rep, coll, b, avg, lo, hi, iters])
+                    status = "%d sizes" % len(rows)
+                    if not res.ok or not rows:
+                        why = diagnose(res, a.timeout) if not res.ok else "no output rows"
+                        notes[key] = "run %d failed (%s); later runs skipped" % (rep, why)
+                        status = "FAILED: " + why
+                    log("np=%d run %d/%d %-9s %-8s %6.1f s  %s"
+                        % (np, rep, a.repeat, coll, s, res.seconds, status))
+
+    # Median over the repeats, per size.
+    medians = {k: {b: statistics.median(v) for b, v in d.items()} for k, d in samples.items()}
+
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "raw.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["np", "selection", "run", "coll", "bytes", "avg_us", "min_us", "max_us",
+                    "iters"])
+        w.writerows(raw)
+    with open(os.path.join(a.out, "latency.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["np", "coll", "bytes", "selection", "median_avg_us", "runs"])
+        for (np, s, coll), d in sorted(samples.items()):
+            for b in sorted(d):
+                w.writerow([np, coll, b, s, "%.3f" % medians[(np, s, coll)][b], len(d[b])])
+
+    tables = build_tables(a, medians, notes)
+    head = ["# Collective latency: %s" % " vs ".join(a.select), ""]
+    head.append("%s, Open MPI %s, np = %s, %s; %s of `coll_lat` per selection "
+                "(average over ranks of the per-call latency)."
+                % (platform.node(), ompi_version(a.mpirun), ", ".join(map(str, a.np)), stamp,
+                   runs_text(a.repeat, interleaved=True)))
+    head.append("Ratios are `selection / %s` latency: above 1 means %s is faster." %
+                (a.select[0], a.select[0]))
+    head.append("")
+    for s in a.select:
+        head.append("- `%s`: `%s`" % (s, " ".join(SELECTIONS[s])))
+    for (np, s), warn in sorted(warnings.items()):
+        head.append("- **warning** (np = %d, %s): %s" % (np, s, warn))
+    head.append("")
+    markdown = "\n".join(head) + "\n" + tables
+    with open(os.path.join(a.out, "latency.md"), "w") as f:
+        f.write(markdown)
+
+    charted = make_chart(a, medians, os.path.join(a.out, "latency.png"), stamp)
+
+    print(markdown)
+    have_data = {s for (_, s, _) in samples}
+    for s in a.select:
+        if s not in have_data:
+            log("%s: no data (every run failed); column is n/a" % s)
+    log("wrote %s/raw.csv, latency.csv, latency.md%s" % (a.out, ", latency.png" if charted
+                                                         else ""))
+    log("total runtime %.1f s, %d mpirun launches" % (time.monotonic() - t_start, launches))
+    return 0 if have_data else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

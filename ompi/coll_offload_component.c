@@ -1,0 +1,117 @@
+/*
+ * coll/offload — the MCA component: parameters, pvars, and which communicators
+ * get a module.
+ */
+#include "coll_offload.h"
+
+#include "glue.h"
+#include "ompi/proc/proc.h"
+#include "opal/util/output.h"
+
+static int offload_register(void);
+static int offload_open(void);
+static int offload_close(void);
+
+mca_coll_offload_component_t mca_coll_offload_component = {
+    .super = {
+        .collm_version = {
+            MCA_COLL_BASE_VERSION_2_0_0,
+            .mca_component_name = "offload",
+            MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
+            .mca_open_component = offload_open,
+            .mca_close_component = offload_close,
+            .mca_register_component_params = offload_register,
+        },
+        .collm_data = {
+            MCA_BASE_METADATA_PARAM_CHECKPOINT
+        },
+        .collm_init_query = mca_coll_offload_init_query,
+        .collm_comm_query = mca_coll_offload_comm_query,
+    },
+    .output = -1,
+};
+
+static int offload_register(void)
+{
+    int rc = ofl_glue_register_params(&mca_coll_offload_component);
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    return ofl_glue_register_pvars(&mca_coll_offload_component);
+}
+
+static int offload_open(void)
+{
+    mca_coll_offload_component_t *c = &mca_coll_offload_component;
+    c->output = opal_output_open(NULL);
+    opal_output_set_verbosity(c->output, c->params.verbose);
+    mca_coll_offload_types_init();
+    return OMPI_SUCCESS;
+}
+
+static int offload_close(void)
+{
+    mca_coll_offload_component_t *c = &mca_coll_offload_component;
+    if (c->params.verbose > 0) {
+        for (int k = 0; k < OFL_COLL_COUNT; ++k) {
+            if (c->offloaded[k] || c->fallback[k]) {
+                opal_output(c->output, "coll:offload: %s: %llu offloaded, %llu fallback",
+                            ofl_coll_name((ofl_coll_t) k), c->offloaded[k], c->fallback[k]);
+            }
+        }
+    }
+    if (c->output >= 0) {
+        opal_output_close(c->output);
+        c->output = -1;
+    }
+    return OMPI_SUCCESS;
+}
+
+int mca_coll_offload_init_query(bool enable_progress_threads, bool enable_mpi_threads)
+{
+    (void) enable_progress_threads;
+    (void) enable_mpi_threads;
+    return OMPI_SUCCESS;
+}
+
+static int all_on_this_node(struct ompi_communicator_t *comm)
+{
+    int size = ompi_comm_size(comm);
+    for (int r = 0; r < size; ++r) {
+        ompi_proc_t *proc = ompi_comm_peer_lookup(comm, r);
+        if (NULL == proc || !OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+mca_coll_base_module_t *mca_coll_offload_comm_query(struct ompi_communicator_t *comm,
+                                                    int *priority)
+{
+    mca_coll_offload_component_t *c = &mca_coll_offload_component;
+    if (c->params.priority < 0) {
+        return NULL;
+    }
+    if (OMPI_COMM_IS_INTER(comm)) {
+        opal_output_verbose(10, c->output, "coll:offload: %s: inter-communicator, not offered",
+                            comm->c_name);
+        return NULL;
+    }
+    /* The software NIC lives in one node's shared memory: a communicator that
+     * spans nodes is left to the other components (all ranks agree on this,
+     * since locality is symmetric). */
+    if (!all_on_this_node(comm)) {
+        opal_output_verbose(10, c->output, "coll:offload: %s: spans nodes, not offered",
+                            comm->c_name);
+        return NULL;
+    }
+    mca_coll_offload_module_t *m = OBJ_NEW(mca_coll_offload_module_t);
+    if (NULL == m) {
+        return NULL;
+    }
+    *priority = c->params.priority;
+    m->rank = ompi_comm_rank(comm);
+    m->size = ompi_comm_size(comm);
+    return &m->super;
+}

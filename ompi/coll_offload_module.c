@@ -1,0 +1,246 @@
+/*
+ * coll/offload — the per-communicator module: enable (save the layer below),
+ * lazy collective set-up of the software NIC and the programs, teardown.
+ */
+#include "coll_offload.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "opal/util/output.h"
+
+static int offload_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm);
+static int offload_disable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm);
+
+static void module_construct(mca_coll_offload_module_t *m)
+{
+    memset((char *) m + sizeof(m->super), 0, sizeof(*m) - sizeof(m->super));
+    m->super.coll_module_enable = offload_enable;
+    m->super.coll_module_disable = offload_disable;
+    m->super.coll_allreduce = mca_coll_offload_allreduce;
+    m->super.coll_reduce = mca_coll_offload_reduce;
+    m->super.coll_bcast = mca_coll_offload_bcast;
+    m->super.coll_barrier = mca_coll_offload_barrier;
+}
+
+static void release_nic(mca_coll_offload_module_t *m)
+{
+    ofl_softnic_detach(&m->nic);
+    ofl_program_free(&m->allreduce);
+    ofl_program_free(&m->barrier);
+    ofl_program_free(&m->allreduce_x);
+    ofl_program_free(&m->barrier_x);
+    for (int r = 0; r < m->size && NULL != m->reduce; ++r) {
+        ofl_program_free(&m->reduce[r]);
+    }
+    for (int r = 0; r < m->size && NULL != m->bcast; ++r) {
+        ofl_program_free(&m->bcast[r]);
+    }
+    free(m->reduce);
+    free(m->bcast);
+    m->reduce = m->bcast = NULL;
+    ofl_edges_fini(&m->edges);
+}
+
+static void module_destruct(mca_coll_offload_module_t *m)
+{
+    release_nic(m);
+    free(m->pack);
+    m->pack = NULL;
+    if (m->prev_allreduce_module) {
+        OBJ_RELEASE(m->prev_allreduce_module);
+    }
+    if (m->prev_reduce_module) {
+        OBJ_RELEASE(m->prev_reduce_module);
+    }
+    if (m->prev_bcast_module) {
+        OBJ_RELEASE(m->prev_bcast_module);
+    }
+    if (m->prev_barrier_module) {
+        OBJ_RELEASE(m->prev_barrier_module);
+    }
+}
+
+OBJ_CLASS_INSTANCE(mca_coll_offload_module_t, mca_coll_base_module_t, module_construct,
+                   module_destruct);
+
+#define SAVE_PREV(m, comm, coll)                                                    \
+    do {                                                                            \
+        (m)->prev_##coll = (comm)->c_coll->coll_##coll;                             \
+        (m)->prev_##coll##_module = (comm)->c_coll->coll_##coll##_module;           \
+    } while (0)
+
+static int offload_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
+{
+    mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
+    /* Save every function we replace before touching anything: comm->c_coll holds
+     * exactly the layer below us right now. */
+    SAVE_PREV(m, comm, allreduce);
+    SAVE_PREV(m, comm, reduce);
+    SAVE_PREV(m, comm, bcast);
+    SAVE_PREV(m, comm, barrier);
+    if (NULL == m->prev_allreduce || NULL == m->prev_reduce || NULL == m->prev_bcast
+        || NULL == m->prev_barrier || NULL == m->prev_allreduce_module
+        || NULL == m->prev_reduce_module || NULL == m->prev_bcast_module
+        || NULL == m->prev_barrier_module) {
+        opal_output_verbose(1, mca_coll_offload_component.output,
+                            "coll:offload: %s: no component below to fall back to; disabled",
+                            comm->c_name);
+        m->prev_allreduce_module = m->prev_reduce_module = NULL;
+        m->prev_bcast_module = m->prev_barrier_module = NULL;
+        return OMPI_ERROR;
+    }
+    OBJ_RETAIN(m->prev_allreduce_module);
+    OBJ_RETAIN(m->prev_reduce_module);
+    OBJ_RETAIN(m->prev_bcast_module);
+    OBJ_RETAIN(m->prev_barrier_module);
+    return OMPI_SUCCESS;
+}
+
+/* Called once per slot we fill; all state goes with the destructor. */
+static int offload_disable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
+{
+    (void) module;
+    (void) comm;
+    return OMPI_SUCCESS;
+}
+
+static int compile_all(mca_coll_offload_module_t *m)
+{
+    const mca_coll_offload_params_t *p = &mca_coll_offload_component.params;
+    ofl_sched_params_t sp = {
+        .reduce_kind = (ofl_tree_kind_t) p->reduce_tree,
+        .reduce_radix = p->reduce_radix,
+        .bcast_kind = (ofl_tree_kind_t) p->bcast_tree,
+        .bcast_radix = p->bcast_radix,
+        .slots = p->slots,
+    };
+    if (0 != ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, m->rank, m->size, &sp, &m->allreduce)
+        || 0 != ofl_sched_compile(OFL_COLL_BARRIER, 0, m->rank, m->size, &sp, &m->barrier)) {
+        return -1;
+    }
+    if (m->size <= p->exchange_max_ranks && m->size <= OFL_TREE_MAX_CHILDREN + 1) {
+        sp.exchange = 1;
+        if (0 != ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, m->rank, m->size, &sp,
+                                   &m->allreduce_x)
+            || 0 != ofl_sched_compile(OFL_COLL_BARRIER, 0, m->rank, m->size, &sp,
+                                      &m->barrier_x)) {
+            return -1;
+        }
+        sp.exchange = 0;
+    }
+    m->reduce = calloc((size_t) m->size, sizeof(*m->reduce));
+    m->bcast = calloc((size_t) m->size, sizeof(*m->bcast));
+    if (NULL == m->reduce || NULL == m->bcast) {
+        return -1;
+    }
+    for (int r = 0; r < m->size; ++r) {
+        if (0 != ofl_sched_compile(OFL_COLL_REDUCE, r, m->rank, m->size, &sp, &m->reduce[r])
+            || 0 != ofl_sched_compile(OFL_COLL_BCAST, r, m->rank, m->size, &sp, &m->bcast[r])) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void dump_programs(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (NULL == f) {
+        return;
+    }
+    fprintf(f, "coll:offload: %s (cid %u) rank %d programs:\n", comm->c_name,
+            comm->c_contextid, m->rank);
+    ofl_program_dump(&m->allreduce, f);
+    if (m->allreduce_x.ndesc > 0) {
+        ofl_program_dump(&m->allreduce_x, f);
+    }
+    ofl_program_dump(&m->reduce[0], f);
+    ofl_program_dump(&m->bcast[0], f);
+    fclose(f);
+    opal_output(mca_coll_offload_component.output, "%s", text);
+    free(text);
+}
+
+/* Collective: every rank of comm calls this at the same (first offloaded) call.
+ * Rank 0 creates the segment, the name travels by the fallback bcast, the others
+ * attach, and a fallback allreduce agrees on the outcome; the name is unlinked as
+ * soon as everybody is attached, so nothing outlives the processes. */
+int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm)
+{
+    static unsigned serial = 0;
+    mca_coll_offload_component_t *c = &mca_coll_offload_component;
+    const mca_coll_offload_params_t *p = &c->params;
+    struct {
+        char name[56];
+        int rc;
+        int pad;
+    } msg;
+    memset(&msg, 0, sizeof(msg));
+    int ok = 1;
+
+    if (0 != ofl_edges_init(&m->edges, m->size) || 0 != compile_all(m)) {
+        ok = 0;
+    }
+    size_t segsize = p->segment_size ? p->segment_size : 16384;
+    if (0 == m->rank) {
+        snprintf(msg.name, sizeof(msg.name), "/coll_offload.%d.%u.%u", (int) getpid(),
+                 comm->c_contextid, serial++);
+        msg.rc = ofl_softnic_create(&m->nic, msg.name, m->size, 0, p->slots, segsize);
+        if (0 != msg.rc) {
+            opal_output_verbose(1, c->output, "coll:offload: %s: cannot create %s (%zu bytes): %s",
+                                comm->c_name, msg.name,
+                                ofl_softnic_bytes(m->size, p->slots, segsize),
+                                strerror(-msg.rc));
+            ok = 0;
+        }
+    }
+    int rc = m->prev_bcast(&msg, (int) sizeof(msg), MPI_BYTE, 0, comm, m->prev_bcast_module);
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    if (0 != m->rank) {
+        if (0 != msg.rc) {
+            ok = 0;
+        } else {
+            int arc = ofl_softnic_attach(&m->nic, msg.name, m->size, m->rank, p->slots,
+                                         segsize);
+            if (0 != arc) {
+                opal_output_verbose(1, c->output, "coll:offload: %s: cannot attach %s: %s",
+                                    comm->c_name, msg.name, strerror(-arc));
+                ok = 0;
+            }
+        }
+    }
+    int all_ok = 0;
+    rc = m->prev_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm, m->prev_allreduce_module);
+    if (0 == m->rank && 0 == msg.rc) {
+        ofl_softnic_unlink(msg.name);
+    }
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    if (!all_ok) {
+        release_nic(m);
+        m->state = OFL_MOD_DISABLED;
+        if (0 == m->rank) {
+            opal_output(c->output,
+                        "coll:offload: %s: software NIC set-up failed on some rank; this "
+                        "communicator uses the fallback component",
+                        comm->c_name);
+        }
+        return OMPI_SUCCESS;
+    }
+    m->state = OFL_MOD_READY;
+    opal_output_verbose(1, c->output,
+                        "coll:offload: %s (cid %u, %d ranks): software NIC ready, %zu-byte "
+                        "segments, %d slots/edge",
+                        comm->c_name, comm->c_contextid, m->size, segsize, p->slots);
+    if (p->verbose >= 50) {
+        dump_programs(m, comm);
+    }
+    return OMPI_SUCCESS;
+}

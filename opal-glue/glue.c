@@ -1,0 +1,177 @@
+/*
+ * coll/offload — thin adapters to OPAL (see glue.h).
+ */
+#include "glue.h"
+
+#include "opal/mca/base/mca_base_pvar.h"
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/mca/base/mca_base_var_enum.h"
+#include "opal/runtime/opal_progress.h"
+
+static const mca_base_var_enum_value_t tree_kinds[] = {
+    { OFL_TREE_KARY, "kary" },
+    { OFL_TREE_KNOMIAL, "knomial" },
+    { OFL_TREE_FLAT, "flat" },
+    { 0, NULL },
+};
+
+static int reg_int(mca_coll_offload_component_t *c, const char *name, const char *help,
+                   mca_base_var_info_lvl_t lvl, int *storage)
+{
+    return mca_base_component_var_register(&c->super.collm_version, name, help,
+                                           MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, lvl,
+                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static int reg_size(mca_coll_offload_component_t *c, const char *name, const char *help,
+                    mca_base_var_info_lvl_t lvl, size_t *storage)
+{
+    return mca_base_component_var_register(&c->super.collm_version, name, help,
+                                           MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, lvl,
+                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static int reg_double(mca_coll_offload_component_t *c, const char *name, const char *help,
+                      mca_base_var_info_lvl_t lvl, double *storage)
+{
+    return mca_base_component_var_register(&c->super.collm_version, name, help,
+                                           MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, lvl,
+                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static int reg_tree(mca_coll_offload_component_t *c, const char *name, const char *help,
+                    int *storage)
+{
+    mca_base_var_enum_t *kinds = NULL;
+    int rc = mca_base_var_enum_create("coll_offload_tree_kinds", tree_kinds, &kinds);
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
+    rc = mca_base_component_var_register(&c->super.collm_version, name, help,
+                                         MCA_BASE_VAR_TYPE_INT, kinds, 0, 0, OPAL_INFO_LVL_5,
+                                         MCA_BASE_VAR_SCOPE_READONLY, storage);
+    OBJ_RELEASE(kinds);
+    return rc;
+}
+
+int ofl_glue_register_params(mca_coll_offload_component_t *c)
+{
+    mca_coll_offload_params_t *p = &c->params;
+    p->priority = 40;
+    p->verbose = 0;
+    p->reduce_tree = OFL_TREE_KNOMIAL;
+    p->reduce_radix = 4;
+    p->bcast_tree = OFL_TREE_KNOMIAL;
+    p->bcast_radix = 4;
+    p->segment_size = 16384;
+    p->slots = 8;
+    p->exchange_max_ranks = 8;
+    p->exchange_max_bytes = 1024;
+    p->max_bytes[OFL_COLL_ALLREDUCE] = 16u << 20;
+    p->max_bytes[OFL_COLL_REDUCE] = 16u << 20;
+    p->max_bytes[OFL_COLL_BCAST] = 16u << 20;
+    p->watchdog = 0.0;
+    p->liveness_period = 0.1;
+    p->spin = 2000;
+
+    reg_int(c, "priority",
+            "Priority of coll/offload (tuned is 30: the default makes offload the first choice)",
+            OPAL_INFO_LVL_6, &p->priority);
+    reg_int(c, "verbose",
+            "Verbosity: 1 set-up and faults, 10 every offload/fallback decision, "
+            "50 dump each rank's descriptor programs",
+            OPAL_INFO_LVL_9, &p->verbose);
+    reg_tree(c, "reduce_tree",
+             "Shape of the reduction tree (also carries allreduce/barrier results back): "
+             "kary, knomial or flat",
+             &p->reduce_tree);
+    reg_int(c, "reduce_radix", "Radix of the reduction tree (2..64; ignored by flat)",
+            OPAL_INFO_LVL_5, &p->reduce_radix);
+    reg_tree(c, "bcast_tree", "Shape of the broadcast tree: kary, knomial or flat",
+             &p->bcast_tree);
+    reg_int(c, "bcast_radix", "Radix of the broadcast tree (2..64; ignored by flat)",
+            OPAL_INFO_LVL_5, &p->bcast_radix);
+    reg_size(c, "segment_size",
+             "Bytes per segment: messages are cut into segments that are combined and "
+             "forwarded one by one (pipelining); also the size of a mailbox slot",
+             OPAL_INFO_LVL_5, &p->segment_size);
+    reg_int(c, "slots",
+            "Mailbox slots per tree edge: segments a sender may run ahead of its receiver",
+            OPAL_INFO_LVL_5, &p->slots);
+    reg_int(c, "exchange_max_ranks",
+            "Allreduce and barrier on at most this many ranks use the one-step exchange "
+            "(every rank sends to every rank, all combine in rank order) instead of the trees",
+            OPAL_INFO_LVL_5, &p->exchange_max_ranks);
+    reg_size(c, "exchange_max_bytes",
+             "Largest allreduce (bytes) that uses the one-step exchange",
+             OPAL_INFO_LVL_5, &p->exchange_max_bytes);
+    reg_size(c, "allreduce_max_bytes",
+             "Largest MPI_Allreduce (bytes) run offloaded; larger ones go to the fallback",
+             OPAL_INFO_LVL_4, &p->max_bytes[OFL_COLL_ALLREDUCE]);
+    reg_size(c, "reduce_max_bytes",
+             "Largest MPI_Reduce (bytes) run offloaded; larger ones go to the fallback",
+             OPAL_INFO_LVL_4, &p->max_bytes[OFL_COLL_REDUCE]);
+    reg_size(c, "bcast_max_bytes",
+             "Largest MPI_Bcast (bytes) run offloaded; larger ones go to the fallback",
+             OPAL_INFO_LVL_4, &p->max_bytes[OFL_COLL_BCAST]);
+    reg_double(c, "watchdog",
+               "Seconds a collective may wait before it fails with an error naming the peers "
+               "it waits for (debugging aid; 0 = wait for ever, since a late peer is legal)",
+               OPAL_INFO_LVL_4, &p->watchdog);
+    reg_double(c, "liveness_period",
+               "Seconds between checks, while waiting, that the awaited peer process lives",
+               OPAL_INFO_LVL_6, &p->liveness_period);
+    reg_int(c, "spin",
+            "Polls before a waiting rank also yields its core (0 when oversubscribed)",
+            OPAL_INFO_LVL_6, &p->spin);
+    return OMPI_SUCCESS;
+}
+
+static int pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
+{
+    (void) obj;
+    *(unsigned long long *) value = *(const unsigned long long *) pvar->ctx;
+    return OPAL_SUCCESS;
+}
+
+int ofl_glue_register_pvars(mca_coll_offload_component_t *c)
+{
+    for (int k = 0; k < OFL_COLL_COUNT; ++k) {
+        char name[64], help[160];
+        snprintf(name, sizeof(name), "%s_offloaded", ofl_coll_name((ofl_coll_t) k));
+        snprintf(help, sizeof(help), "Number of MPI_%s calls run as descriptor programs",
+                 ofl_coll_name((ofl_coll_t) k));
+        mca_base_component_pvar_register(&c->super.collm_version, name, help, OPAL_INFO_LVL_4,
+                                         MCA_BASE_PVAR_CLASS_COUNTER,
+                                         MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
+                                         MCA_BASE_VAR_BIND_NO_OBJECT,
+                                         MCA_BASE_PVAR_FLAG_READONLY
+                                             | MCA_BASE_PVAR_FLAG_CONTINUOUS,
+                                         pvar_read, NULL, NULL, &c->offloaded[k]);
+        snprintf(name, sizeof(name), "%s_fallback", ofl_coll_name((ofl_coll_t) k));
+        snprintf(help, sizeof(help), "Number of MPI_%s calls handed to the fallback component",
+                 ofl_coll_name((ofl_coll_t) k));
+        mca_base_component_pvar_register(&c->super.collm_version, name, help, OPAL_INFO_LVL_4,
+                                         MCA_BASE_PVAR_CLASS_COUNTER,
+                                         MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
+                                         MCA_BASE_VAR_BIND_NO_OBJECT,
+                                         MCA_BASE_PVAR_FLAG_READONLY
+                                             | MCA_BASE_PVAR_FLAG_CONTINUOUS,
+                                         pvar_read, NULL, NULL, &c->fallback[k]);
+    }
+    return OMPI_SUCCESS;
+}
+
+void ofl_glue_progress(void *ctx)
+{
+    (void) ctx;
+    opal_progress();
+}
+
+unsigned ofl_glue_spin_before_yield(const mca_coll_offload_params_t *p)
+{
+    if (opal_progress_yield_when_idle) {
+        return 0;
+    }
+    return p->spin > 0 ? (unsigned) p->spin : 0;
+}

@@ -1,0 +1,308 @@
+/*
+ * coll/offload — the descriptor engine (see engine.h).
+ */
+#include "engine/engine.h"
+#include "tree/tree.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int ofl_edges_init(ofl_edges_t *edges, int size)
+{
+    edges->size = size;
+    edges->in = calloc((size_t) size, sizeof(uint64_t));
+    edges->out = calloc((size_t) size, sizeof(uint64_t));
+    if (NULL == edges->in || NULL == edges->out) {
+        ofl_edges_fini(edges);
+        return -1;
+    }
+    return 0;
+}
+
+void ofl_edges_fini(ofl_edges_t *edges)
+{
+    free(edges->in);
+    free(edges->out);
+    edges->in = edges->out = NULL;
+}
+
+void ofl_engine_post(ofl_inst_t *inst, const ofl_program_t *prog, ofl_nic_t *nic,
+                     ofl_edges_t *edges, const ofl_call_t *call)
+{
+    inst->prog = prog;
+    inst->nic = nic;
+    inst->send = call->send;
+    inst->recv = call->recv;
+    inst->fn = call->fn;
+    inst->elem = call->elem ? call->elem : 1;
+    inst->count = call->count;
+    size_t per = nic->slot_bytes / inst->elem;
+    inst->seg_elems = per ? per : 1;
+    inst->nseg = (uint32_t) ((call->count + inst->seg_elems - 1) / inst->seg_elems);
+    if (0 == inst->nseg) {
+        inst->nseg = 1;
+    }
+    for (int q = 0; q < OFL_PROG_MAX_QUEUES; ++q) {
+        inst->cursor[q] = 0;
+    }
+    for (int i = 0; i < prog->npeers; ++i) {
+        int r = prog->peers[i];
+        inst->base_in[i] = edges->in[r];
+        inst->base_out[i] = edges->out[r];
+        edges->in[r] += (uint64_t) inst->nseg * prog->uses_in[i];
+        edges->out[r] += (uint64_t) inst->nseg * prog->uses_out[i];
+    }
+}
+
+static inline int64_t threshold(const ofl_inst_t *inst, const ofl_trig_t *t, uint32_t seg)
+{
+    const ofl_program_t *p = inst->prog;
+    if (OFL_CNT_DATA == t->cnt) {
+        return (int64_t) (inst->base_in[t->peer] + (uint64_t) seg * p->uses_in[t->peer])
+               + t->rel;
+    }
+    return (int64_t) (inst->base_out[t->peer] + (uint64_t) seg * p->uses_out[t->peer]) + t->rel;
+}
+
+static inline int triggered(const ofl_inst_t *inst, const ofl_desc_t *d, uint32_t seg)
+{
+    const ofl_program_t *p = inst->prog;
+    ofl_nic_t *nic = inst->nic;
+    for (int k = 0; k < d->n_trig; ++k) {
+        const ofl_trig_t *t = &p->trigs[d->first_trig + k];
+        int64_t need = threshold(inst, t, seg);
+        if (need > 0 && !nic->ops->reached(nic, t->cnt, p->peers[t->peer], (uint64_t) need)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static inline void *resolve(const ofl_inst_t *inst, ofl_ref_t r, int is_out, uint32_t seg,
+                            size_t off)
+{
+    const ofl_program_t *p = inst->prog;
+    ofl_nic_t *nic = inst->nic;
+    switch (r.buf) {
+    case OFL_BUF_SEND:
+        return (char *) inst->send + off;
+    case OFL_BUF_RECV:
+        return (char *) inst->recv + off;
+    default:
+        if (is_out) {
+            return nic->ops->outbox(nic, p->peers[r.peer],
+                                    inst->base_out[r.peer]
+                                        + (uint64_t) seg * p->uses_out[r.peer]);
+        }
+        return nic->ops->inbox(nic, p->peers[r.peer],
+                               inst->base_in[r.peer] + (uint64_t) seg * p->uses_in[r.peer]);
+    }
+}
+
+/* out = in[0] op in[1] op ... left to right, always in the compiled order: the
+ * bits of a float result depend only on the program, never on arrival order.
+ * When out is also a later input (in-place at a rank that is not first in the
+ * order), a running result written into out would clobber that input, so the
+ * combine then goes through a small stack buffer, chunk by chunk. */
+static void combine(const ofl_inst_t *inst, const ofl_desc_t *d, const ofl_ref_t *refs,
+                    uint32_t seg, size_t off, void *out0, size_t n)
+{
+    const void *in[OFL_TREE_MAX_CHILDREN + 2];
+    int alias = 0;
+    for (int k = 0; k < d->n_in; ++k) {
+        in[k] = resolve(inst, refs[k], 0, seg, off);
+        alias |= (k >= 2 && in[k] == out0);
+    }
+    if (!alias) {
+        inst->fn(out0, in[0], in[1], n);
+        for (int k = 2; k < d->n_in; ++k) {
+            inst->fn(out0, out0, in[k], n);
+        }
+        return;
+    }
+    _Alignas(64) unsigned char tmp[2048];
+    size_t elem = inst->elem;
+    size_t chunk = sizeof(tmp) / elem;
+    for (size_t done = 0; done < n; done += chunk) {
+        size_t m = n - done < chunk ? n - done : chunk;
+        size_t at = done * elem;
+        inst->fn(tmp, (const char *) in[0] + at, (const char *) in[1] + at, m);
+        for (int k = 2; k < d->n_in; ++k) {
+            inst->fn(tmp, tmp, (const char *) in[k] + at, m);
+        }
+        memcpy((char *) out0 + at, tmp, m * elem);
+    }
+}
+
+static void fire(const ofl_inst_t *inst, const ofl_desc_t *d, uint32_t seg)
+{
+    const ofl_program_t *p = inst->prog;
+    ofl_nic_t *nic = inst->nic;
+    size_t first = (size_t) seg * inst->seg_elems;
+    size_t n = 0;
+    if (first < inst->count) {
+        n = inst->count - first;
+        if (n > inst->seg_elems) {
+            n = inst->seg_elems;
+        }
+    }
+    size_t off = first * inst->elem;
+    size_t len = n * inst->elem;
+    if (len > 0) {
+        const ofl_ref_t *refs = &p->refs[d->first_ref];
+        void *out0 = resolve(inst, refs[d->n_in], 1, seg, off);
+        const void *in0 = resolve(inst, refs[0], 0, seg, off);
+        if (1 == d->n_in) {
+            if (out0 != in0) {
+                memcpy(out0, in0, len);
+            }
+        } else {
+            combine(inst, d, refs, seg, off, out0, n);
+        }
+        for (int k = 1; k < d->n_out; ++k) {
+            memcpy(resolve(inst, refs[d->n_in + k], 1, seg, off), out0, len);
+        }
+    }
+    for (int k = 0; k < d->n_cp; ++k) {
+        const ofl_cp_t *c = &p->cps[d->first_cp + k];
+        uint64_t item = (OFL_CNT_DATA == c->cnt)
+                            ? inst->base_out[c->peer] + (uint64_t) seg * p->uses_out[c->peer]
+                            : inst->base_in[c->peer] + (uint64_t) seg * p->uses_in[c->peer];
+        nic->ops->bump(nic, c->cnt, p->peers[c->peer], item);
+    }
+}
+
+int ofl_engine_progress(ofl_inst_t *inst)
+{
+    const ofl_program_t *p = inst->prog;
+    int complete = 1;
+    /* A queue never runs ahead of an earlier queue's segments. In-place, the
+     * exchange program's combine of a segment (queue 1) overwrites the send
+     * buffer that its put of that segment (queue 0) reads, and the combine may
+     * trigger first: it waits only for the peers' data, the put also for a free
+     * slot at every peer; the put would then send the result. (Tree programs are
+     * ordered so through their peers anyway.) */
+    uint32_t segs = inst->nseg;
+    for (int q = 0; q < p->nqueues; ++q) {
+        uint32_t qlen = (uint32_t) p->qlen[q];
+        uint32_t end = qlen * segs;
+        uint32_t cur = inst->cursor[q];
+        while (cur < end) {
+            uint32_t seg = cur / qlen;
+            const ofl_desc_t *d = &p->desc[p->qfirst[q] + (int) (cur % qlen)];
+            if (!triggered(inst, d, seg)) {
+                break;
+            }
+            fire(inst, d, seg);
+            cur++;
+        }
+        inst->cursor[q] = cur;
+        if (cur < qlen * inst->nseg) {
+            complete = 0;
+        }
+        if (qlen > 0 && cur / qlen < segs) {
+            segs = cur / qlen;
+        }
+    }
+    return complete;
+}
+
+int ofl_engine_blocker(const ofl_inst_t *inst, int *peer, int *cnt, uint64_t *have,
+                       int64_t *need)
+{
+    const ofl_program_t *p = inst->prog;
+    for (int q = 0; q < p->nqueues; ++q) {
+        uint32_t qlen = (uint32_t) p->qlen[q];
+        uint32_t cur = inst->cursor[q];
+        if (cur >= qlen * inst->nseg) {
+            continue;
+        }
+        uint32_t seg = cur / qlen;
+        const ofl_desc_t *d = &p->desc[p->qfirst[q] + (int) (cur % qlen)];
+        for (int k = 0; k < d->n_trig; ++k) {
+            const ofl_trig_t *t = &p->trigs[d->first_trig + k];
+            int64_t thr = threshold(inst, t, seg);
+            uint64_t v = inst->nic->ops->counter(inst->nic, t->cnt, p->peers[t->peer]);
+            if (thr > 0 && (int64_t) v < thr) {
+                *peer = p->peers[t->peer];
+                *cnt = t->cnt;
+                *have = v;
+                *need = thr;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+ofl_wait_status_t ofl_engine_wait(ofl_inst_t *inst, const ofl_wait_opts_t *opts, int *peer)
+{
+    if (ofl_engine_progress(inst)) {
+        return OFL_WAIT_OK;
+    }
+    double start = now_s();
+    double next_check = start + opts->liveness_period_s;
+    for (unsigned long iter = 1;; ++iter) {
+        if (ofl_engine_progress(inst)) {
+            return OFL_WAIT_OK;
+        }
+        if (opts->progress && 0 == (iter & 63)) {
+            opts->progress(opts->ctx);
+        }
+        if (iter >= opts->spin_before_yield) {
+            sched_yield();
+        } else {
+            cpu_relax();
+        }
+        if (0 != (iter & 255)) {
+            continue;
+        }
+        double t = now_s();
+        if (t < next_check) {
+            continue;
+        }
+        next_check = t + opts->liveness_period_s;
+        int dead = inst->nic->ops->poisoned(inst->nic);
+        if (dead >= 0) {
+            *peer = dead;
+            return OFL_WAIT_PEER_DEAD;
+        }
+        int who, cnt;
+        uint64_t have;
+        int64_t need;
+        if (!ofl_engine_blocker(inst, &who, &cnt, &have, &need)) {
+            continue;
+        }
+        if (!inst->nic->ops->peer_alive(inst->nic, who)) {
+            /* Last look: the peer may have finished its part before it left. */
+            if (ofl_engine_progress(inst)) {
+                return OFL_WAIT_OK;
+            }
+            inst->nic->ops->poison(inst->nic, who);
+            *peer = who;
+            return OFL_WAIT_PEER_DEAD;
+        }
+        if (opts->timeout_s > 0 && t - start > opts->timeout_s) {
+            *peer = who;
+            return OFL_WAIT_TIMEOUT;
+        }
+    }
+}

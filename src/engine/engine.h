@@ -1,0 +1,86 @@
+/*
+ * coll/offload — the descriptor engine.
+ *
+ * Executes one posted call of a program (program.h) on a NIC backend (nic.h): a
+ * descriptor fires exactly once, when all its trigger counters reach their
+ * thresholds, in order within its queue (segment by segment) and never for a
+ * segment an earlier queue has not finished; it combines its inputs in the ALU,
+ * writes its outputs and raises its CP counters. Nothing is allocated here: an
+ * instance lives in the caller's memory.
+ */
+#ifndef OFL_ENGINE_H
+#define OFL_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alu/alu.h"
+#include "nic/nic.h"
+#include "sched/program.h"
+
+/* Per communicator and rank: how many items went over each edge so far. Thresholds
+ * of a new call start where the previous call's ended (counters never reset). */
+typedef struct {
+    int size;
+    uint64_t *in;    /* [size] items read from each peer */
+    uint64_t *out;   /* [size] items put to each peer */
+} ofl_edges_t;
+
+int ofl_edges_init(ofl_edges_t *edges, int size);
+void ofl_edges_fini(ofl_edges_t *edges);
+
+typedef struct {
+    const ofl_program_t *prog;
+    ofl_nic_t *nic;
+    const void *send;
+    void *recv;
+    ofl_alu_fn fn;          /* NULL: data is only moved (bcast, barrier) */
+    size_t elem;            /* bytes per element */
+    size_t count;           /* elements */
+    size_t seg_elems;       /* elements per segment */
+    uint32_t nseg;
+    uint32_t cursor[OFL_PROG_MAX_QUEUES];
+    uint64_t base_in[OFL_PROG_MAX_PEERS];
+    uint64_t base_out[OFL_PROG_MAX_PEERS];
+} ofl_inst_t;
+
+typedef struct {
+    const void *send;       /* == recv for in-place */
+    void *recv;
+    ofl_alu_fn fn;
+    size_t elem;
+    size_t count;
+} ofl_call_t;
+
+/* Prepare inst to run prog for this call and advance the edge sequences past it.
+ * A call of zero bytes still runs one (empty) segment: that is a barrier. */
+void ofl_engine_post(ofl_inst_t *inst, const ofl_program_t *prog, ofl_nic_t *nic,
+                     ofl_edges_t *edges, const ofl_call_t *call);
+
+/* Fire every descriptor whose triggers hold. Returns 1 once the call is complete,
+ * 0 otherwise. Never blocks. */
+int ofl_engine_progress(ofl_inst_t *inst);
+
+/* The first condition the call is waiting for: peer (comm rank) and counter.
+ * Returns 0 if the call is complete. */
+int ofl_engine_blocker(const ofl_inst_t *inst, int *peer, int *cnt, uint64_t *have,
+                       int64_t *need);
+
+typedef enum {
+    OFL_WAIT_OK = 0,
+    OFL_WAIT_PEER_DEAD,
+    OFL_WAIT_TIMEOUT
+} ofl_wait_status_t;
+
+typedef struct {
+    void (*progress)(void *ctx);  /* the host runtime's progress, now and then */
+    void *ctx;
+    unsigned spin_before_yield;   /* polls before each poll also yields the CPU */
+    double timeout_s;             /* watchdog; 0 waits for ever (a late peer is legal) */
+    double liveness_period_s;     /* how often to check that awaited peers still live */
+} ofl_wait_opts_t;
+
+/* Drive inst to completion. On PEER_DEAD/TIMEOUT, *peer is the peer waited for. */
+ofl_wait_status_t ofl_engine_wait(ofl_inst_t *inst, const ofl_wait_opts_t *opts, int *peer);
+
+#endif

@@ -1,0 +1,287 @@
+/*
+ * coll/offload — the software NIC (see softnic.h).
+ */
+#include "nic/softnic.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sched/program.h"
+
+#define LINE 64
+#define STAMP 16   /* bytes before a slot's payload: keeps payload 16-byte aligned */
+#define SOFTNIC_MAGIC 0x6f666c736e696331ull /* "oflsnic1" */
+
+typedef struct {
+    uint64_t magic;
+    uint32_t size;
+    uint32_t slots;
+    uint64_t slot_bytes;
+    uint64_t total;
+    _Atomic int32_t poison;   /* dead rank + 1, 0 while healthy */
+    int32_t pid[];            /* [size] */
+} softnic_hdr_t;
+
+static uint64_t round_up(uint64_t v, uint64_t to)
+{
+    return (v + to - 1) / to * to;
+}
+
+static void geometry(ofl_softnic_t *nic, int size, int slots, size_t segsize)
+{
+    uint64_t hdr = round_up(sizeof(softnic_hdr_t) + sizeof(int32_t) * (size_t) size, 4096);
+    uint64_t counters = (uint64_t) size * (uint64_t) size * LINE;
+    nic->base.size = size;
+    nic->base.slots = slots;
+    nic->base.slot_bytes = round_up(segsize ? segsize : 1, LINE);
+    nic->slot_stride = round_up(STAMP + nic->base.slot_bytes, LINE);
+    nic->off_counters = hdr;
+    nic->off_mbox = round_up(hdr + counters, 4096);
+    nic->len = nic->off_mbox + (uint64_t) size * (uint64_t) size * (uint64_t) slots
+                                   * nic->slot_stride;
+}
+
+size_t ofl_softnic_bytes(int size, int slots, size_t segsize)
+{
+    ofl_softnic_t tmp;
+    geometry(&tmp, size, slots, segsize);
+    return tmp.len;
+}
+
+static inline _Atomic uint64_t *credit_at(ofl_softnic_t *nic, int owner, int feeder)
+{
+    return (_Atomic uint64_t *) (nic->mem + nic->off_counters
+                                 + ((uint64_t) owner * (uint64_t) nic->base.size
+                                    + (uint64_t) feeder)
+                                       * LINE);
+}
+
+/* The slot (stamp first) of `item` on the edge src -> dst. */
+static inline uint8_t *slot_at(ofl_softnic_t *nic, int dst, int src, uint64_t item)
+{
+    ofl_nic_t *b = &nic->base;
+    uint64_t slot = item % (uint64_t) b->slots;
+    return nic->mem + nic->off_mbox
+           + (((uint64_t) dst * (uint64_t) b->size + (uint64_t) src) * (uint64_t) b->slots
+              + slot)
+                 * nic->slot_stride;
+}
+
+static inline uint64_t stamp(ofl_softnic_t *nic, int dst, int src, uint64_t item)
+{
+    return atomic_load_explicit((_Atomic uint64_t *) slot_at(nic, dst, src, item),
+                                memory_order_acquire);
+}
+
+static int sn_reached(ofl_nic_t *b, int cnt, int peer, uint64_t threshold)
+{
+    ofl_softnic_t *nic = (ofl_softnic_t *) b;
+    if (0 == threshold) {
+        return 1;
+    }
+    if (OFL_CNT_DATA == cnt) {
+        /* Item threshold-1 sits in its slot once the slot's stamp says so; the
+         * sender cannot have reused the slot for a later item before we consumed
+         * this one (credits), so the stamp is exact. */
+        return stamp(nic, b->rank, peer, threshold - 1) >= threshold;
+    }
+    if (nic->credit_seen[peer] >= threshold) {
+        return 1;
+    }
+    uint64_t v = atomic_load_explicit(credit_at(nic, b->rank, peer), memory_order_acquire);
+    nic->credit_seen[peer] = v;
+    return v >= threshold;
+}
+
+static uint64_t sn_counter(ofl_nic_t *b, int cnt, int peer)
+{
+    ofl_softnic_t *nic = (ofl_softnic_t *) b;
+    if (OFL_CNT_DATA == cnt) {
+        uint64_t max = 0;
+        for (int s = 0; s < b->slots; ++s) {
+            uint64_t v = stamp(nic, b->rank, peer, (uint64_t) s);
+            max = v > max ? v : max;
+        }
+        return max;
+    }
+    return atomic_load_explicit(credit_at(nic, b->rank, peer), memory_order_acquire);
+}
+
+static void sn_bump(ofl_nic_t *b, int cnt, int peer, uint64_t item)
+{
+    ofl_softnic_t *nic = (ofl_softnic_t *) b;
+    _Atomic uint64_t *c = (OFL_CNT_DATA == cnt)
+                              ? (_Atomic uint64_t *) slot_at(nic, peer, b->rank, item)
+                              : credit_at(nic, peer, b->rank);
+    /* One writer per word (this rank), items in order: a release store of the
+     * new count publishes the descriptor's data with it. */
+    atomic_store_explicit(c, item + 1, memory_order_release);
+}
+
+static void *sn_inbox(ofl_nic_t *b, int peer, uint64_t item)
+{
+    return slot_at((ofl_softnic_t *) b, b->rank, peer, item) + STAMP;
+}
+
+static void *sn_outbox(ofl_nic_t *b, int peer, uint64_t item)
+{
+    return slot_at((ofl_softnic_t *) b, peer, b->rank, item) + STAMP;
+}
+
+static int sn_peer_alive(ofl_nic_t *b, int peer)
+{
+    softnic_hdr_t *h = (softnic_hdr_t *) ((ofl_softnic_t *) b)->mem;
+    pid_t pid = h->pid[peer];
+    if (pid <= 0) {
+        return 1;
+    }
+    if (0 == kill(pid, 0) || EPERM == errno) {
+        /* A zombie still answers kill(); its /proc state says it is gone. */
+        char path[64], buf[256];
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+        FILE *f = fopen(path, "r");
+        if (NULL == f) {
+            return 1;
+        }
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        const char *paren = strrchr(buf, ')');
+        if (paren && (paren[2] == 'Z' || paren[2] == 'X')) {
+            return 0;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+static void sn_poison(ofl_nic_t *b, int dead)
+{
+    softnic_hdr_t *h = (softnic_hdr_t *) ((ofl_softnic_t *) b)->mem;
+    int32_t expect = 0;
+    atomic_compare_exchange_strong(&h->poison, &expect, dead + 1);
+}
+
+static int sn_poisoned(ofl_nic_t *b)
+{
+    softnic_hdr_t *h = (softnic_hdr_t *) ((ofl_softnic_t *) b)->mem;
+    return atomic_load_explicit(&h->poison, memory_order_relaxed) - 1;
+}
+
+static const ofl_nic_ops_t softnic_ops = {
+    .reached = sn_reached,
+    .counter = sn_counter,
+    .bump = sn_bump,
+    .inbox = sn_inbox,
+    .outbox = sn_outbox,
+    .peer_alive = sn_peer_alive,
+    .poison = sn_poison,
+    .poisoned = sn_poisoned,
+};
+
+static int map(ofl_softnic_t *nic, const char *name, int create)
+{
+    int fd = shm_open(name, create ? (O_CREAT | O_EXCL | O_RDWR) : O_RDWR, 0600);
+    if (fd < 0) {
+        return -errno;
+    }
+    if (create && 0 != ftruncate(fd, (off_t) nic->len)) {
+        int err = errno;
+        close(fd);
+        shm_unlink(name);
+        return -err;
+    }
+    if (!create) {
+        struct stat st;
+        if (0 != fstat(fd, &st) || (uint64_t) st.st_size != nic->len) {
+            close(fd);
+            return -EINVAL;
+        }
+    }
+    void *mem = mmap(NULL, nic->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int err = errno;
+    close(fd);
+    if (MAP_FAILED == mem) {
+        if (create) {
+            shm_unlink(name);
+        }
+        return -err;
+    }
+    nic->mem = mem;
+    return 0;
+}
+
+static int setup(ofl_softnic_t *nic, const char *name, int size, int rank, int slots,
+                 size_t segsize, int create)
+{
+    memset(nic, 0, sizeof(*nic));
+    if (size < 1 || rank < 0 || rank >= size || slots < 1 || NULL == name) {
+        return -EINVAL;
+    }
+    geometry(nic, size, slots, segsize);
+    nic->base.ops = &softnic_ops;
+    nic->base.rank = rank;
+    nic->credit_seen = calloc((size_t) size, sizeof(uint64_t));
+    if (NULL == nic->credit_seen) {
+        return -ENOMEM;
+    }
+    int rc = map(nic, name, create);
+    if (0 != rc) {
+        free(nic->credit_seen);
+        nic->credit_seen = NULL;
+        return rc;
+    }
+    softnic_hdr_t *h = (softnic_hdr_t *) nic->mem;
+    if (create) {
+        h->size = (uint32_t) size;
+        h->slots = (uint32_t) slots;
+        h->slot_bytes = nic->base.slot_bytes;
+        h->total = nic->len;
+        atomic_store(&h->poison, 0);
+        atomic_store_explicit((_Atomic uint64_t *) &h->magic, SOFTNIC_MAGIC,
+                              memory_order_release);
+    } else if (SOFTNIC_MAGIC
+                   != atomic_load_explicit((_Atomic uint64_t *) &h->magic, memory_order_acquire)
+               || h->size != (uint32_t) size || h->slots != (uint32_t) slots
+               || h->slot_bytes != nic->base.slot_bytes || h->total != nic->len) {
+        ofl_softnic_detach(nic);
+        return -EINVAL;
+    }
+    h->pid[rank] = (int32_t) getpid();
+    return 0;
+}
+
+int ofl_softnic_create(ofl_softnic_t *nic, const char *name, int size, int rank, int slots,
+                       size_t segsize)
+{
+    return setup(nic, name, size, rank, slots, segsize, 1);
+}
+
+int ofl_softnic_attach(ofl_softnic_t *nic, const char *name, int size, int rank, int slots,
+                       size_t segsize)
+{
+    return setup(nic, name, size, rank, slots, segsize, 0);
+}
+
+int ofl_softnic_unlink(const char *name)
+{
+    return 0 == shm_unlink(name) ? 0 : -errno;
+}
+
+void ofl_softnic_detach(ofl_softnic_t *nic)
+{
+    if (NULL != nic->mem) {
+        munmap(nic->mem, nic->len);
+        nic->mem = NULL;
+    }
+    free(nic->credit_seen);
+    nic->credit_seen = NULL;
+}

@@ -1,0 +1,52 @@
+/*
+ * coll/offload — the software NIC: the NIC emulated over one shared-memory
+ * segment per communicator (all ranks on one node).
+ *
+ * Layout (every offset a multiple of 64 bytes):
+ *   header     magic, geometry, the pid of every rank, the poison word
+ *   counters   [owner][feeder] one cache line each: the CREDIT counter, written
+ *              only by the feeder, read only by the owner
+ *   mailboxes  [dst][src][slot]: written only by src, read only by dst; touched
+ *              lazily, so edges outside every tree cost no memory. Each slot
+ *              starts with a 16-byte stamp: the DATA counter of the edge as of
+ *              the item in that slot, so a small item and its CP count arrive in
+ *              one cache line (one transfer instead of two)
+ * Reading a CREDIT counter costs a cache-line transfer, so each rank keeps the
+ * last value it saw per peer and reads the shared line only when that value is
+ * not enough.
+ */
+#ifndef OFL_SOFTNIC_H
+#define OFL_SOFTNIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nic/nic.h"
+
+typedef struct {
+    ofl_nic_t base;
+    uint8_t *mem;
+    size_t len;
+    uint64_t off_counters;
+    uint64_t off_mbox;
+    uint64_t slot_stride;      /* stamp + payload, cache-line multiple */
+    uint64_t *credit_seen;     /* [size] private: last CREDIT value read per peer */
+} ofl_softnic_t;
+
+/* Bytes of the segment for `size` ranks. */
+size_t ofl_softnic_bytes(int size, int slots, size_t segsize);
+
+/* Rank `rank` creates (exclusively, mode 0600) and initialises the segment. */
+int ofl_softnic_create(ofl_softnic_t *nic, const char *name, int size, int rank, int slots,
+                       size_t segsize);
+
+/* Another rank maps the segment created under `name` and checks its geometry. */
+int ofl_softnic_attach(ofl_softnic_t *nic, const char *name, int size, int rank, int slots,
+                       size_t segsize);
+
+/* Remove the name (mappings stay valid); call once every rank has attached. */
+int ofl_softnic_unlink(const char *name);
+
+void ofl_softnic_detach(ofl_softnic_t *nic);
+
+#endif

@@ -1,0 +1,34 @@
+/*
+ * coll/offload — compile a collective into one rank's descriptor program.
+ *
+ * Called once per communicator and shape (collective, root); the result is reused
+ * for every call of that shape. The reduction goes up the reduction tree, the
+ * result comes down the broadcast tree; the root's combine descriptor also feeds
+ * its broadcast children so the result leaves the root without a second trigger.
+ */
+#ifndef OFL_SCHED_H
+#define OFL_SCHED_H
+
+#include "sched/program.h"
+#include "tree/tree.h"
+
+typedef struct {
+    ofl_tree_kind_t reduce_kind;
+    int reduce_radix;
+    ofl_tree_kind_t bcast_kind;
+    int bcast_radix;
+    int slots;              /* mailbox slots per edge, >= 1 */
+    /* Allreduce/barrier only: instead of up and down a tree, every rank puts its
+     * data to every other rank and combines all contributions in rank order (the
+     * same order everywhere, so float results stay bitwise identical). One step
+     * instead of two tree traversals: for small messages on few ranks. */
+    int exchange;
+} ofl_sched_params_t;
+
+/* Build rank's program for `coll` rooted at `root` (ignored for allreduce and
+ * barrier) on a communicator of `size`. Returns 0, or -1 on invalid parameters or
+ * out of memory (*prog is then left empty). */
+int ofl_sched_compile(ofl_coll_t coll, int root, int rank, int size,
+                      const ofl_sched_params_t *params, ofl_program_t *prog);
+
+#endif

@@ -1,0 +1,125 @@
+#!/bin/bash
+# Runs the MPI-level tests of coll/offload under mpirun and sums their results.
+#
+# Usage: run.sh [BINDIR]
+#   BINDIR          directory holding t_coll, t_fallback, t_leak, t_fault (default: this
+#                   script's directory, i.e. run it from the build tree)
+# Environment:
+#   MPIRUN          launcher (default: mpirun)
+#   MPIRUN_ARGS     launcher options for every run (default: --oversubscribe)
+#   COLL_SELECTION  extra mpirun arguments selecting components, e.g.
+#                   "--mca coll tuned,libnbc,basic,self,inter --mca op ^avx";
+#                   empty (default) means Open MPI's priority-based selection
+#   EXPECT_OFFLOAD  1: pass --expect-offload (assert the MPI_T counters)
+#   TEST_TIMEOUT    seconds per run (default: 600)
+#   LOGDIR          where each run's output is kept (default: a new temp dir)
+#
+# Prints one line per run and finally exactly "N passed, M failed" (sums over
+# all runs; a run that crashes, times out or prints no summary counts as one
+# failure).  Exit status is nonzero if anything failed.
+set -u
+
+BINDIR=${1:-$(cd "$(dirname "$0")" && pwd)}
+MPIRUN=${MPIRUN:-mpirun}
+MPIRUN_ARGS=${MPIRUN_ARGS:---oversubscribe}
+COLL_SELECTION=${COLL_SELECTION:-}
+EXPECT_OFFLOAD=${EXPECT_OFFLOAD:-0}
+TEST_TIMEOUT=${TEST_TIMEOUT:-600}
+LOGDIR=${LOGDIR:-$(mktemp -d "${TMPDIR:-/tmp}/coll_offload_mpi_tests.XXXXXX")}
+mkdir -p "$LOGDIR"
+
+# Limits t_fallback's size cases are written for (ignored if the component is absent).
+LIMIT_ARGS="--mca coll_offload_allreduce_max_bytes 1024"
+LIMIT_ARGS="$LIMIT_ARGS --mca coll_offload_reduce_max_bytes 1024"
+LIMIT_ARGS="$LIMIT_ARGS --mca coll_offload_bcast_max_bytes 1024"
+
+# Open MPI refuses to run as root unless told; containers and CI often are root.
+if [ "$(id -u)" = 0 ]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=${OMPI_ALLOW_RUN_AS_ROOT:-1}
+    export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:-1}
+fi
+
+expect=""
+[ "$EXPECT_OFFLOAD" = 1 ] && expect="--expect-offload"
+
+for prog in t_coll t_fallback t_leak t_fault; do
+    if [ ! -x "$BINDIR/$prog" ]; then
+        echo "run.sh: $BINDIR/$prog not found or not executable (build first, or pass BINDIR)" >&2
+        echo "0 passed, 1 failed"
+        exit 1
+    fi
+done
+
+total_pass=0
+total_fail=0
+start_all=$(date +%s)
+
+# run NAME NP EXTRA_MPIRUN_ARGS PROGRAM_ARGS...
+run() {
+    local prog=$1 np=$2 extra=$3
+    shift 3
+    local log="$LOGDIR/$prog.np$np.log" t0 rc secs line p f status
+    t0=$(date +%s)
+    # shellcheck disable=SC2086  # the argument strings are meant to be split
+    timeout -k 15 "$TEST_TIMEOUT" $MPIRUN $MPIRUN_ARGS -np "$np" $COLL_SELECTION $extra \
+        "$BINDIR/$prog" "$@" >"$log" 2>&1 </dev/null
+    rc=$?
+    secs=$(( $(date +%s) - t0 ))
+    line=$(grep -E "^$prog: [0-9]+ passed, [0-9]+ failed\$" "$log" | tail -n 1)
+    if [ -n "$line" ]; then
+        p=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\1/')
+        f=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\2/')
+    else
+        p=0
+        f=0
+    fi
+    status=ok
+    if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+        status="TIMEOUT after ${TEST_TIMEOUT}s"
+        f=$((f + 1))
+    elif [ -z "$line" ]; then
+        status="CRASHED (exit $rc, no summary line)"
+        f=$((f + 1))
+    elif [ "$rc" != 0 ] && [ "$f" = 0 ] && [ "${ALLOW_RC:-0}" != 1 ]; then
+        status="exit status $rc despite 0 failures"
+        f=1
+    elif [ "$f" != 0 ]; then
+        status=FAILED
+    fi
+    printf '%-8s %-38s %9s passed, %s failed  (%ss)\n' \
+        "$([ "$status" = ok ] && echo '[ ok ]' || echo '[FAIL]')" "$prog np=$np $*" "$p" "$f" \
+        "$secs"
+    if [ "$status" != ok ]; then
+        echo "         $status; log: $log"
+        grep -E "^FAIL|rror|ignal|Segmentation|Abort" "$log" | head -n 15 | sed 's/^/         /'
+    fi
+    total_pass=$((total_pass + p))
+    total_fail=$((total_fail + f))
+}
+
+echo "MPI tests: bin=$BINDIR mpirun='$MPIRUN $MPIRUN_ARGS' selection='$COLL_SELECTION'" \
+     "expect_offload=$EXPECT_OFFLOAD logs=$LOGDIR"
+for np in 1 2 3 4 7 8; do
+    if [ "$np" -ge 7 ]; then
+        # shellcheck disable=SC2086
+        run t_coll "$np" "" --quick $expect
+    else
+        # shellcheck disable=SC2086
+        run t_coll "$np" "" $expect
+    fi
+done
+# shellcheck disable=SC2086
+run t_fallback 4 "$LIMIT_ARGS" $expect
+run t_leak 2 ""
+run t_leak 4 ""
+if [ "$EXPECT_OFFLOAD" = 1 ]; then
+    # A peer killed mid-collective and a late peer under the watchdog: the
+    # others must return an error, not hang. The job itself ends abnormally
+    # (a rank is gone, survivors cannot finalize), so mpirun's status is moot.
+    TEST_TIMEOUT=60 ALLOW_RC=1 run t_fault 3 "--enable-recovery" kill
+    TEST_TIMEOUT=60 ALLOW_RC=1 run t_fault 3 "--mca coll_offload_watchdog 0.5" watchdog
+fi
+
+echo "total time $(( $(date +%s) - start_all ))s"
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" = 0 ]

@@ -1,0 +1,353 @@
+/*
+ * Shared helpers of the MPI-level tests of coll/offload.
+ *
+ * Only the public MPI API (mpi.h, MPI_T) is used so the tests can be validated
+ * against stock Open MPI collectives as well as run against the component.
+ *
+ * Check accounting: every rank counts its own checks; t_finish() aggregates
+ * them with MPI_Allgather (a collective the component does not provide, so a
+ * broken MPI_Allreduce cannot hide failures) and cross-checks the totals with
+ * an MPI_Allreduce, which is itself under test.
+ */
+#ifndef T_COMMON_H
+#define T_COMMON_H
+
+#include <mpi.h>
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Failures printed per rank before further messages are suppressed. */
+#define T_MAX_PRINTED_FAILS 25
+
+typedef struct {
+    int quick;              /* --quick: fewer types/counts for large process counts */
+    int expect_offload;     /* --expect-offload: assert the MPI_T counters of the component */
+    int verbose;            /* -v: print every section on every rank */
+} t_opts_t;
+
+static t_opts_t t_opt;
+static unsigned long long t_npass, t_nfail;
+static unsigned long long t_sec_pass, t_sec_fail;
+static double t_sec_start;
+static const char *t_sec_name;
+static int t_wrank = -1, t_wsize = 0;
+static const char *t_prog = "t";
+
+static inline void t_parse_args(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (0 == strcmp(argv[i], "--quick")) {
+            t_opt.quick = 1;
+        } else if (0 == strcmp(argv[i], "--expect-offload")) {
+            t_opt.expect_offload = 1;
+        } else if (0 == strcmp(argv[i], "-v")) {
+            t_opt.verbose = 1;
+        } else {
+            if (0 == t_wrank) {
+                fprintf(stderr, "%s: unknown option '%s' "
+                        "(known: --quick --expect-offload -v)\n", t_prog, argv[i]);
+            }
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+    }
+}
+
+static inline void t_init(int *argc, char ***argv, const char *prog)
+{
+    t_prog = prog;
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &t_wrank);
+    MPI_Comm_size(MPI_COMM_WORLD, &t_wsize);
+    /* Errors are reported as failed checks rather than aborting the job, so one
+     * broken call does not hide the results of everything after it. */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    t_parse_args(*argc, *argv);
+}
+
+static inline void t_vfail(const char *fmt, va_list ap)
+{
+    if (t_nfail <= T_MAX_PRINTED_FAILS) {
+        char msg[1024];
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        fprintf(stderr, "FAIL %s[rank %d]: %s\n", t_prog, t_wrank, msg);
+        if (T_MAX_PRINTED_FAILS == t_nfail) {
+            fprintf(stderr, "FAIL %s[rank %d]: further failure messages suppressed\n",
+                    t_prog, t_wrank);
+        }
+        fflush(stderr);
+    }
+}
+
+/* Records one check; on failure prints the printf-style description. */
+static inline int t_check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline int t_check(int ok, const char *fmt, ...)
+{
+    if (ok) {
+        t_npass++;
+        return 1;
+    }
+    t_nfail++;
+    va_list ap;
+    va_start(ap, fmt);
+    t_vfail(fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+/* Checks an MPI return code; the message names the call. */
+static inline int t_check_rc(int rc, const char *what)
+{
+    if (MPI_SUCCESS == rc) {
+        return t_check(1, "%s", "");
+    }
+    char es[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, es, &len);
+    return t_check(0, "%s returned %d (%s)", what, rc, es);
+}
+
+static inline void t_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline void t_note(const char *fmt, ...)
+{
+    if (0 != t_wrank) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+}
+
+/* Sums two counters over all ranks with MPI_Allgather (not under test). */
+static inline void t_gather_sum(unsigned long long a, unsigned long long b,
+                         unsigned long long *sa, unsigned long long *sb)
+{
+    unsigned long long mine[2] = { a, b };
+    unsigned long long *all = malloc(sizeof(mine) * (size_t)t_wsize);
+    MPI_Allgather(mine, 2, MPI_UNSIGNED_LONG_LONG, all, 2, MPI_UNSIGNED_LONG_LONG,
+                  MPI_COMM_WORLD);
+    *sa = *sb = 0;
+    for (int i = 0; i < t_wsize; i++) {
+        *sa += all[2 * i];
+        *sb += all[2 * i + 1];
+    }
+    free(all);
+}
+
+static inline void t_section_begin(const char *name)
+{
+    t_sec_name = name;
+    t_sec_pass = t_npass;
+    t_sec_fail = t_nfail;
+    t_sec_start = MPI_Wtime();
+}
+
+/* Collective over MPI_COMM_WORLD: prints the section's aggregated counts. */
+static inline void t_section_end(void)
+{
+    unsigned long long p, f;
+    t_gather_sum(t_npass - t_sec_pass, t_nfail - t_sec_fail, &p, &f);
+    t_note("  %-34s %8llu passed, %llu failed  (%.1f s)\n", t_sec_name, p, f,
+           MPI_Wtime() - t_sec_start);
+}
+
+/*
+ * Collective over MPI_COMM_WORLD: prints "<prog>: N passed, M failed" on rank 0,
+ * finalizes MPI and returns the exit status (nonzero on every rank if any check
+ * failed anywhere).
+ */
+static inline int t_finish(void)
+{
+    unsigned long long p, f;
+    t_gather_sum(t_npass, t_nfail, &p, &f);
+
+    /* The totals must agree with MPI_Allreduce (under test) as well. */
+    unsigned long long mine[2] = { t_npass, t_nfail }, sum[2] = { 0, 0 };
+    int rc = MPI_Allreduce(mine, sum, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    int ok = (MPI_SUCCESS == rc && sum[0] == p && sum[1] == f);
+    if (!ok) {
+        t_check(0, "final MPI_Allreduce of the check counts: rc=%d got %llu/%llu, "
+                "MPI_Allgather says %llu/%llu", rc, sum[0], sum[1], p, f);
+    }
+    unsigned long long fails = ok ? 0 : 1, allfails = 0, dummy = 0;
+    t_gather_sum(fails, 0, &allfails, &dummy);
+    p += t_wsize - allfails;
+    f += allfails;
+    if (0 == t_wrank) {
+        printf("%s: %llu passed, %llu failed\n", t_prog, p, f);
+        fflush(stdout);
+    }
+    MPI_Finalize();
+    return 0 == f ? 0 : 1;
+}
+
+/* splitmix64 finalizer: deterministic, well-mixed per-element pseudo-random bits. */
+static inline uint64_t t_mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static inline uint64_t t_hash3(uint64_t seed, uint64_t a, uint64_t b)
+{
+    return t_mix(t_mix(seed ^ t_mix(a + 0x1234567ULL)) ^ b);
+}
+
+/* ---- MPI_T performance variables ------------------------------------------ */
+
+typedef struct {
+    const char *name;
+    int found;
+    int index;
+    MPI_Datatype dt;
+    MPI_T_pvar_handle handle;
+} t_pvar_t;
+
+static MPI_T_pvar_session t_pv_session;
+static int t_pv_inited;
+
+/* Looks up and starts the named pvars; those that do not exist stay !found. */
+static inline void t_pvars_open(t_pvar_t *pv, int n)
+{
+    int provided, num = 0;
+    if (MPI_SUCCESS != MPI_T_init_thread(MPI_THREAD_SINGLE, &provided)) {
+        return;
+    }
+    t_pv_inited = 1;
+    if (MPI_SUCCESS != MPI_T_pvar_session_create(&t_pv_session)) {
+        return;
+    }
+    MPI_T_pvar_get_num(&num);
+    for (int i = 0; i < num; i++) {
+        char name[256], desc[1024];
+        int nlen = sizeof(name), dlen = sizeof(desc);
+        int verb, cls, bind, ro, cont, atomic;
+        MPI_Datatype dt;
+        MPI_T_enum en;
+        if (MPI_SUCCESS != MPI_T_pvar_get_info(i, name, &nlen, &verb, &cls, &dt, &en, desc,
+                                               &dlen, &bind, &ro, &cont, &atomic)) {
+            continue;
+        }
+        for (int k = 0; k < n; k++) {
+            if (pv[k].found || 0 != strcmp(name, pv[k].name)) {
+                continue;
+            }
+            int count = 0;
+            if (MPI_SUCCESS != MPI_T_pvar_handle_alloc(t_pv_session, i, NULL,
+                                                       &pv[k].handle, &count)) {
+                continue;
+            }
+            /* Non-continuous variables only count while started. */
+            if (!cont && MPI_SUCCESS != MPI_T_pvar_start(t_pv_session, pv[k].handle)) {
+                continue;
+            }
+            pv[k].found = 1;
+            pv[k].index = i;
+            pv[k].dt = dt;
+        }
+    }
+}
+
+/* Reads a counter pvar as unsigned long long; returns 0 if it cannot be read. */
+static inline int t_pvar_read(t_pvar_t *pv, unsigned long long *val)
+{
+    union {
+        unsigned u;
+        unsigned long ul;
+        unsigned long long ull;
+        char pad[64];
+    } buf;
+    *val = 0;
+    if (!pv->found) {
+        return 0;
+    }
+    memset(&buf, 0, sizeof(buf));
+    if (MPI_SUCCESS != MPI_T_pvar_read(t_pv_session, pv->handle, &buf)) {
+        return 0;
+    }
+    if (MPI_UNSIGNED == pv->dt) {
+        *val = buf.u;
+    } else if (MPI_UNSIGNED_LONG == pv->dt) {
+        *val = buf.ul;
+    } else {
+        *val = buf.ull;
+    }
+    return 1;
+}
+
+static inline void t_pvars_close(t_pvar_t *pv, int n)
+{
+    if (!t_pv_inited) {
+        return;
+    }
+    for (int k = 0; k < n; k++) {
+        if (pv[k].found) {
+            MPI_T_pvar_handle_free(t_pv_session, &pv[k].handle);
+        }
+    }
+    MPI_T_pvar_session_free(&t_pv_session);
+    MPI_T_finalize();
+    t_pv_inited = 0;
+}
+
+/* Reads an integer-valued control variable (MCA parameter); 1 if found. */
+static inline int t_cvar_read_ull(const char *want, unsigned long long *val)
+{
+    int provided, num = 0, found = 0;
+    if (MPI_SUCCESS != MPI_T_init_thread(MPI_THREAD_SINGLE, &provided)) {
+        return 0;
+    }
+    MPI_T_cvar_get_num(&num);
+    for (int i = 0; i < num && !found; i++) {
+        char name[256], desc[1024];
+        int nlen = sizeof(name), dlen = sizeof(desc), verb, bind, scope, count;
+        MPI_Datatype dt;
+        MPI_T_enum en;
+        if (MPI_SUCCESS != MPI_T_cvar_get_info(i, name, &nlen, &verb, &dt, &en, desc, &dlen,
+                                               &bind, &scope) || 0 != strcmp(name, want)) {
+            continue;
+        }
+        MPI_T_cvar_handle h;
+        if (MPI_SUCCESS != MPI_T_cvar_handle_alloc(i, NULL, &h, &count)) {
+            continue;
+        }
+        union {
+            int i;
+            unsigned u;
+            long l;
+            unsigned long ul;
+            long long ll;
+            unsigned long long ull;
+            char pad[64];
+        } buf;
+        memset(&buf, 0, sizeof(buf));
+        if (MPI_SUCCESS == MPI_T_cvar_read(h, &buf)) {
+            found = 1;
+            if (MPI_INT == dt) {
+                *val = (unsigned long long)(long long)buf.i;
+            } else if (MPI_UNSIGNED == dt) {
+                *val = buf.u;
+            } else if (MPI_LONG == dt) {
+                *val = (unsigned long long)(long long)buf.l;
+            } else if (MPI_UNSIGNED_LONG == dt) {
+                *val = buf.ul;
+            } else {
+                *val = buf.ull;
+            }
+        }
+        MPI_T_cvar_handle_free(&h);
+    }
+    MPI_T_finalize();
+    return found;
+}
+
+#endif /* T_COMMON_H */

@@ -1,0 +1,78 @@
+/*
+ * Fault behaviour of coll/offload: a waiting rank must notice a dead peer, and
+ * the watchdog must turn an over-long wait into an error, never a hang.
+ *
+ *   t_fault kill      rank size-1 is SIGKILLed before an allreduce; the others
+ *                     must get an MPI error (run with mpirun --enable-recovery so
+ *                     the runtime does not kill the job first)
+ *   t_fault watchdog  rank size-1 arrives late (sleeps); with
+ *                     --mca coll_offload_watchdog 0.5 the others get an error
+ *
+ * Every surviving rank prints one line "t_fault: N passed, M failed" and exits
+ * with _exit (MPI_Finalize cannot complete with a dead peer).
+ */
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static double now(void)
+{
+    return MPI_Wtime();
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "kill";
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+
+    /* A first call sets the communicator up and proves it works. */
+    long v = rank + 1, sum = 0;
+    int rc = MPI_Allreduce(&v, &sum, 1, MPI_LONG, MPI_SUM, comm);
+    int pass = 0, fail = 0;
+    if (MPI_SUCCESS == rc && sum == (long) size * (size + 1) / 2) {
+        pass++;
+    } else {
+        fail++;
+        fprintf(stderr, "t_fault: rank %d: first allreduce rc=%d sum=%ld\n", rank, rc, sum);
+    }
+    int victim = size - 1;
+    if (rank == victim) {
+        if (0 == strcmp(mode, "kill")) {
+            raise(SIGKILL);
+        }
+        sleep(3);
+        MPI_Allreduce(&v, &sum, 1, MPI_LONG, MPI_SUM, comm);
+        _exit(0);
+    }
+    double t0 = now();
+    for (int i = 0; i < 3; ++i) {
+        rc = MPI_Allreduce(&v, &sum, 1, MPI_LONG, MPI_SUM, comm);
+        if (MPI_SUCCESS != rc) {
+            break;
+        }
+    }
+    double waited = now() - t0;
+    if (MPI_SUCCESS != rc && waited < 2.5) {
+        char msg[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(rc, msg, &len);
+        printf("t_fault %s: rank %d got \"%s\" after %.2f s\n", mode, rank, msg, waited);
+        pass++;
+    } else {
+        fprintf(stderr, "t_fault %s: rank %d: rc=%d after %.2f s (expected an error)\n", mode,
+                rank, rc, waited);
+        fail++;
+    }
+    printf("t_fault: %d passed, %d failed\n", pass, fail);
+    fflush(stdout);
+    _exit(fail ? 1 : 0);
+}
