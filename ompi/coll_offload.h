@@ -18,6 +18,7 @@
 
 #include "engine/engine.h"
 #include "nic/softnic.h"
+#include "sched/policy.h"
 #include "sched/sched.h"
 
 BEGIN_C_DECLS
@@ -32,8 +33,9 @@ typedef struct {
     int bcast_radix;
     size_t segment_size;
     int slots;
-    int exchange_max_ranks;             /* allreduce/barrier by all-to-all exchange ... */
-    size_t exchange_max_bytes;          /* ... up to this many ranks and bytes */
+    int exchange_max_ranks;             /* exchange programs up to this many ranks */
+    char *policy_text[OFL_COLL_COUNT];  /* per-size algorithm tables (policy.h) */
+    ofl_policy_t policy[OFL_COLL_COUNT];
     size_t max_bytes[OFL_COLL_COUNT];   /* above: fallback (barrier unused) */
     double watchdog;                    /* seconds; 0 = off */
     double liveness_period;

@@ -46,7 +46,7 @@ static int offload_open(void)
     c->output = opal_output_open(NULL);
     opal_output_set_verbosity(c->output, c->params.verbose);
     mca_coll_offload_types_init();
-    return OMPI_SUCCESS;
+    return ofl_glue_parse_policies(c);
 }
 
 static int offload_close(void)

@@ -22,6 +22,7 @@ static const char *const reasons[] = {
     "op not defined on datatype",
     "above the size limit",
     "NIC unavailable on this communicator",
+    "the size policy chose the fallback",
 };
 
 static const char *const mpi_names[OFL_COLL_COUNT] = {
@@ -34,11 +35,12 @@ enum {
     R_TYPE = 2,
     R_OP_TYPE = 3,
     R_SIZE = 4,
-    R_NIC = 5
+    R_NIC = 5,
+    R_POLICY = 6
 };
 
-static inline int fallback_note(mca_coll_offload_module_t *m, ofl_coll_t coll, int reason,
-                                size_t bytes, struct ompi_communicator_t *comm)
+static inline void fallback_note(ofl_coll_t coll, int reason, size_t bytes,
+                                 struct ompi_communicator_t *comm)
 {
     mca_coll_offload_component_t *c = &mca_coll_offload_component;
     c->fallback[coll]++;
@@ -46,8 +48,6 @@ static inline int fallback_note(mca_coll_offload_module_t *m, ofl_coll_t coll, i
         opal_output(c->output, "coll:offload: %s %s %zu B: fallback (%s)", comm->c_name,
                     ofl_coll_name(coll), bytes, reasons[reason]);
     }
-    (void) m;
-    return reason;
 }
 
 /* Lazy, collective set-up at the first offloaded call; same outcome on all ranks. */
@@ -114,20 +114,27 @@ static int run(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_
     return MPI_ERR_OTHER;
 }
 
-static inline int check_reduction(mca_coll_offload_module_t *m, ofl_coll_t coll,
-                                  struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                  int count, ofl_call_t *call)
+/* The hard size cap, then the per-size policy. */
+static inline int check_size(ofl_coll_t coll, size_t bytes, ofl_alg_t *alg)
+{
+    const mca_coll_offload_params_t *p = &mca_coll_offload_component.params;
+    if (bytes > p->max_bytes[coll]) {
+        return R_SIZE;
+    }
+    *alg = ofl_policy_pick(&p->policy[coll], bytes);
+    return OFL_ALG_FALLBACK == *alg ? R_POLICY : R_OFFLOAD;
+}
+
+static inline int check_reduction(ofl_coll_t coll, struct ompi_datatype_t *dtype,
+                                  struct ompi_op_t *op, int count, ofl_call_t *call,
+                                  ofl_alg_t *alg)
 {
     int reason = mca_coll_offload_map(dtype, op, &call->fn, &call->elem);
     if (0 != reason) {
         return reason;
     }
     call->count = count > 0 ? (size_t) count : 0;
-    if (call->count * call->elem > mca_coll_offload_component.params.max_bytes[coll]) {
-        return R_SIZE;
-    }
-    (void) m;
-    return R_OFFLOAD;
+    return check_size(coll, call->count * call->elem, alg);
 }
 
 int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
@@ -136,12 +143,13 @@ int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     ofl_call_t call;
-    int reason = check_reduction(m, OFL_COLL_ALLREDUCE, dtype, op, count, &call);
+    ofl_alg_t alg;
+    int reason = check_reduction(OFL_COLL_ALLREDUCE, dtype, op, count, &call, &alg);
     if (R_OFFLOAD == reason && !ensure_ready(m, comm)) {
         reason = R_NIC;
     }
     if (R_OFFLOAD != reason) {
-        fallback_note(m, OFL_COLL_ALLREDUCE, reason, (size_t) count * dtype->super.size, comm);
+        fallback_note(OFL_COLL_ALLREDUCE, reason, (size_t) count * dtype->super.size, comm);
         return m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm, m->prev_allreduce_module);
     }
     call.send = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf;
@@ -151,8 +159,7 @@ int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
         return OMPI_SUCCESS;
     }
     const ofl_program_t *prog = &m->allreduce;
-    if (m->allreduce_x.ndesc > 0
-        && call.count * call.elem <= mca_coll_offload_component.params.exchange_max_bytes) {
+    if (OFL_ALG_EXCHANGE == alg && m->allreduce_x.ndesc > 0) {
         prog = &m->allreduce_x;
     }
     return run(m, OFL_COLL_ALLREDUCE, prog, &call, comm);
@@ -164,12 +171,13 @@ int mca_coll_offload_reduce(const void *sbuf, void *rbuf, int count,
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     ofl_call_t call;
-    int reason = check_reduction(m, OFL_COLL_REDUCE, dtype, op, count, &call);
+    ofl_alg_t alg;
+    int reason = check_reduction(OFL_COLL_REDUCE, dtype, op, count, &call, &alg);
     if (R_OFFLOAD == reason && !ensure_ready(m, comm)) {
         reason = R_NIC;
     }
     if (R_OFFLOAD != reason) {
-        fallback_note(m, OFL_COLL_REDUCE, reason, (size_t) count * dtype->super.size, comm);
+        fallback_note(OFL_COLL_REDUCE, reason, (size_t) count * dtype->super.size, comm);
         return m->prev_reduce(sbuf, rbuf, count, dtype, op, root, comm, m->prev_reduce_module);
     }
     call.send = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf;
@@ -213,16 +221,15 @@ int mca_coll_offload_bcast(void *buf, int count, struct ompi_datatype_t *dtype, 
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     size_t bytes = count > 0 ? (size_t) count * dtype->super.size : 0;
-    int reason = R_OFFLOAD;
+    ofl_alg_t alg;
     /* Only the byte size may decide: type signatures match across ranks but
      * layouts need not, so a non-contiguous layout is staged, not refused. */
-    if (bytes > mca_coll_offload_component.params.max_bytes[OFL_COLL_BCAST]) {
-        reason = R_SIZE;
-    } else if (!ensure_ready(m, comm)) {
+    int reason = check_size(OFL_COLL_BCAST, bytes, &alg);
+    if (R_OFFLOAD == reason && !ensure_ready(m, comm)) {
         reason = R_NIC;
     }
     if (R_OFFLOAD != reason) {
-        fallback_note(m, OFL_COLL_BCAST, reason, bytes, comm);
+        fallback_note(OFL_COLL_BCAST, reason, bytes, comm);
         return m->prev_bcast(buf, count, dtype, root, comm, m->prev_bcast_module);
     }
     if (0 == bytes) {
@@ -263,11 +270,20 @@ int mca_coll_offload_bcast(void *buf, int count, struct ompi_datatype_t *dtype, 
 int mca_coll_offload_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
-    if (!ensure_ready(m, comm)) {
-        fallback_note(m, OFL_COLL_BARRIER, R_NIC, 0, comm);
+    ofl_alg_t alg = ofl_policy_pick(&mca_coll_offload_component.params.policy[OFL_COLL_BARRIER],
+                                    0);
+    int reason = OFL_ALG_FALLBACK == alg ? R_POLICY : R_OFFLOAD;
+    if (R_OFFLOAD == reason && !ensure_ready(m, comm)) {
+        reason = R_NIC;
+    }
+    if (R_OFFLOAD != reason) {
+        fallback_note(OFL_COLL_BARRIER, reason, 0, comm);
         return m->prev_barrier(comm, m->prev_barrier_module);
     }
     ofl_call_t call = { .send = NULL, .recv = NULL, .fn = NULL, .elem = 1, .count = 0 };
-    return run(m, OFL_COLL_BARRIER, m->barrier_x.ndesc > 0 ? &m->barrier_x : &m->barrier, &call,
-               comm);
+    const ofl_program_t *prog = &m->barrier;
+    if (OFL_ALG_EXCHANGE == alg && m->barrier_x.ndesc > 0) {
+        prog = &m->barrier_x;
+    }
+    return run(m, OFL_COLL_BARRIER, prog, &call, comm);
 }

@@ -7,12 +7,21 @@
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/mca/base/mca_base_var_enum.h"
 #include "opal/runtime/opal_progress.h"
+#include "opal/util/output.h"
 
 static const mca_base_var_enum_value_t tree_kinds[] = {
     { OFL_TREE_KARY, "kary" },
     { OFL_TREE_KNOMIAL, "knomial" },
     { OFL_TREE_FLAT, "flat" },
     { 0, NULL },
+};
+
+/* Per-size algorithm tables (see src/sched/policy.h), measured on one node. */
+static const char *const default_policy[OFL_COLL_COUNT] = {
+    [OFL_COLL_ALLREDUCE] = "exchange:1024,tree",
+    [OFL_COLL_REDUCE] = "tree",
+    [OFL_COLL_BCAST] = "tree",
+    [OFL_COLL_BARRIER] = "exchange",
 };
 
 static int reg_int(mca_coll_offload_component_t *c, const char *name, const char *help,
@@ -66,7 +75,9 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
     p->segment_size = 16384;
     p->slots = 8;
     p->exchange_max_ranks = 8;
-    p->exchange_max_bytes = 1024;
+    for (int k = 0; k < OFL_COLL_COUNT; ++k) {
+        p->policy_text[k] = (char *) default_policy[k];
+    }
     p->max_bytes[OFL_COLL_ALLREDUCE] = 16u << 20;
     p->max_bytes[OFL_COLL_REDUCE] = 16u << 20;
     p->max_bytes[OFL_COLL_BCAST] = 16u << 20;
@@ -99,12 +110,22 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
             "Mailbox slots per tree edge: segments a sender may run ahead of its receiver",
             OPAL_INFO_LVL_5, &p->slots);
     reg_int(c, "exchange_max_ranks",
-            "Allreduce and barrier on at most this many ranks use the one-step exchange "
-            "(every rank sends to every rank, all combine in rank order) instead of the trees",
+            "Communicators of at most this many ranks may use the one-step exchange for "
+            "allreduce/barrier (every rank sends to every rank, all combine in rank order); "
+            "larger ones use the trees where a policy says exchange",
             OPAL_INFO_LVL_5, &p->exchange_max_ranks);
-    reg_size(c, "exchange_max_bytes",
-             "Largest allreduce (bytes) that uses the one-step exchange",
-             OPAL_INFO_LVL_5, &p->exchange_max_bytes);
+    for (int k = 0; k < OFL_COLL_COUNT; ++k) {
+        static const char *const names[OFL_COLL_COUNT] = {
+            "allreduce_policy", "reduce_policy", "bcast_policy", "barrier_policy"
+        };
+        mca_base_component_var_register(
+            &c->super.collm_version, names[k],
+            "Algorithm by message size: comma-separated ALG[:MAXBYTES] in increasing size "
+            "order, ALG one of exchange (allreduce/barrier), tree, fallback; the last entry "
+            "may omit its size; sizes take k/m/g suffixes. E.g. exchange:1024,tree:4m,fallback",
+            MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+            &p->policy_text[k]);
+    }
     reg_size(c, "allreduce_max_bytes",
              "Largest MPI_Allreduce (bytes) run offloaded; larger ones go to the fallback",
              OPAL_INFO_LVL_4, &p->max_bytes[OFL_COLL_ALLREDUCE]);
@@ -132,6 +153,22 @@ static int pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
     (void) obj;
     *(unsigned long long *) value = *(const unsigned long long *) pvar->ctx;
     return OPAL_SUCCESS;
+}
+
+int ofl_glue_parse_policies(mca_coll_offload_component_t *c)
+{
+    for (int k = 0; k < OFL_COLL_COUNT; ++k) {
+        char err[160];
+        if (0 != ofl_policy_parse(c->params.policy_text[k], &c->params.policy[k], err,
+                                  sizeof(err))) {
+            opal_output(0, "coll:offload: coll_offload_%s_policy=\"%s\": %s; using \"%s\"",
+                        ofl_coll_name((ofl_coll_t) k),
+                        c->params.policy_text[k] ? c->params.policy_text[k] : "", err,
+                        default_policy[k]);
+            ofl_policy_parse(default_policy[k], &c->params.policy[k], err, sizeof(err));
+        }
+    }
+    return OMPI_SUCCESS;
 }
 
 int ofl_glue_register_pvars(mca_coll_offload_component_t *c)

@@ -8,6 +8,8 @@
 
 int ofl_glue_register_params(mca_coll_offload_component_t *c);
 int ofl_glue_register_pvars(mca_coll_offload_component_t *c);
+/* Parse the *_policy strings; a bad one is reported and replaced by its default. */
+int ofl_glue_parse_policies(mca_coll_offload_component_t *c);
 
 /* For ofl_wait_opts_t.progress: run OPAL's progress engine once. */
 void ofl_glue_progress(void *ctx);

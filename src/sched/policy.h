@@ -1,0 +1,50 @@
+/*
+ * coll/offload — per-size algorithm policy.
+ *
+ * A policy is a short table read from an MCA string such as
+ *     "exchange:1024,tree:4194304,fallback"
+ * meaning: up to 1024 bytes the one-step exchange, up to 4 MiB the trees, above
+ * that the component below us. Entries are ALG[:MAXBYTES] in increasing size
+ * order; the last entry has no size and covers everything larger (when the last
+ * entry has a size, larger messages fall back). Sizes take k/m/g suffixes
+ * (powers of 1024).
+ */
+#ifndef OFL_POLICY_H
+#define OFL_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define OFL_POLICY_MAX_RULES 8
+
+typedef enum {
+    OFL_ALG_FALLBACK,
+    OFL_ALG_TREE,
+    OFL_ALG_EXCHANGE
+} ofl_alg_t;
+
+typedef struct {
+    int n;
+    struct {
+        ofl_alg_t alg;
+        uint64_t max_bytes;   /* UINT64_MAX: no bound */
+    } rule[OFL_POLICY_MAX_RULES];
+} ofl_policy_t;
+
+/* Parse `text` into *policy. Returns 0, or -1 with a reason in err. */
+int ofl_policy_parse(const char *text, ofl_policy_t *policy, char *err, size_t errlen);
+
+/* The algorithm for a message of `bytes`. */
+static inline ofl_alg_t ofl_policy_pick(const ofl_policy_t *policy, uint64_t bytes)
+{
+    for (int i = 0; i < policy->n; ++i) {
+        if (bytes <= policy->rule[i].max_bytes) {
+            return policy->rule[i].alg;
+        }
+    }
+    return OFL_ALG_FALLBACK;
+}
+
+const char *ofl_alg_name(ofl_alg_t alg);
+
+#endif
