@@ -80,6 +80,7 @@ typedef struct {
     ofl_program_t allreduce;
     ofl_program_t barrier;
     ofl_program_t allreduce_x;   /* exchange variants; empty when the comm is too big */
+    ofl_program_t allreduce_s;   /* segment ownership; empty for one rank */
     ofl_program_t barrier_x;
     ofl_program_t *reduce;    /* [size]: one per root */
     ofl_program_t *bcast;     /* [size] */

@@ -30,6 +30,7 @@ static void release_nic(mca_coll_offload_module_t *m)
     ofl_program_free(&m->allreduce);
     ofl_program_free(&m->barrier);
     ofl_program_free(&m->allreduce_x);
+    ofl_program_free(&m->allreduce_s);
     ofl_program_free(&m->barrier_x);
     for (int r = 0; r < m->size && NULL != m->reduce; ++r) {
         ofl_program_free(&m->reduce[r]);
@@ -121,15 +122,22 @@ static int compile_all(mca_coll_offload_module_t *m)
         return -1;
     }
     if (m->size <= p->exchange_max_ranks && m->size <= OFL_TREE_MAX_CHILDREN + 1) {
-        sp.exchange = 1;
+        sp.shape = OFL_SCHED_EXCHANGE;
         if (0 != ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, m->rank, m->size, &sp,
                                    &m->allreduce_x)
             || 0 != ofl_sched_compile(OFL_COLL_BARRIER, 0, m->rank, m->size, &sp,
                                       &m->barrier_x)) {
             return -1;
         }
-        sp.exchange = 0;
     }
+    if (m->size > 1 && m->size <= OFL_TREE_MAX_CHILDREN + 1) {
+        sp.shape = OFL_SCHED_SPLIT;
+        if (0 != ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, m->rank, m->size, &sp,
+                                   &m->allreduce_s)) {
+            return -1;
+        }
+    }
+    sp.shape = OFL_SCHED_TREE;
     m->reduce = calloc((size_t) m->size, sizeof(*m->reduce));
     m->bcast = calloc((size_t) m->size, sizeof(*m->bcast));
     if (NULL == m->reduce || NULL == m->bcast) {
@@ -157,6 +165,9 @@ static void dump_programs(mca_coll_offload_module_t *m, struct ompi_communicator
     ofl_program_dump(&m->allreduce, f);
     if (m->allreduce_x.ndesc > 0) {
         ofl_program_dump(&m->allreduce_x, f);
+    }
+    if (m->allreduce_s.ndesc > 0) {
+        ofl_program_dump(&m->allreduce_s, f);
     }
     ofl_program_dump(&m->reduce[0], f);
     ofl_program_dump(&m->bcast[0], f);

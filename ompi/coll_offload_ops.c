@@ -64,8 +64,18 @@ static inline int ensure_ready(mca_coll_offload_module_t *m, struct ompi_communi
     return OFL_MOD_READY == m->state;
 }
 
+/* Segment size for a call: a handful of segments per message (per owner for the
+ * split program) so that moving and combining overlap, but never below the size
+ * where per-segment handshakes would dominate. */
+static inline size_t pick_segment(const ofl_program_t *prog, size_t bytes)
+{
+    size_t pieces = 8 * (size_t) prog->period;
+    size_t seg = bytes / pieces;
+    return seg < 16384 ? 16384 : seg;
+}
+
 static int run(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_t *prog,
-               const ofl_call_t *call, struct ompi_communicator_t *comm)
+               ofl_call_t *call, struct ompi_communicator_t *comm)
 {
     mca_coll_offload_component_t *c = &mca_coll_offload_component;
     c->offloaded[coll]++;
@@ -73,6 +83,7 @@ static int run(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_
         opal_output(c->output, "coll:offload: %s %s %zu B: offload", comm->c_name,
                     ofl_coll_name(coll), call->count * call->elem);
     }
+    call->seg_bytes = pick_segment(prog, call->count * call->elem);
     ofl_engine_post(&m->inst, prog, &m->nic.base, &m->edges, call);
     if (OPAL_LIKELY(ofl_engine_progress(&m->inst))) {
         return OMPI_SUCCESS;
@@ -161,6 +172,8 @@ int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
     const ofl_program_t *prog = &m->allreduce;
     if (OFL_ALG_EXCHANGE == alg && m->allreduce_x.ndesc > 0) {
         prog = &m->allreduce_x;
+    } else if (OFL_ALG_SPLIT == alg && m->allreduce_s.ndesc > 0) {
+        prog = &m->allreduce_s;
     }
     return run(m, OFL_COLL_ALLREDUCE, prog, &call, comm);
 }

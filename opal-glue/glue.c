@@ -18,7 +18,7 @@ static const mca_base_var_enum_value_t tree_kinds[] = {
 
 /* Per-size algorithm tables (see src/sched/policy.h), measured on one node. */
 static const char *const default_policy[OFL_COLL_COUNT] = {
-    [OFL_COLL_ALLREDUCE] = "exchange:1024,tree",
+    [OFL_COLL_ALLREDUCE] = "exchange:64k,split",
     [OFL_COLL_REDUCE] = "tree",
     [OFL_COLL_BCAST] = "tree",
     [OFL_COLL_BARRIER] = "exchange",
@@ -72,8 +72,8 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
     p->reduce_radix = 4;
     p->bcast_tree = OFL_TREE_KNOMIAL;
     p->bcast_radix = 4;
-    p->segment_size = 16384;
-    p->slots = 8;
+    p->segment_size = 131072;
+    p->slots = 4;
     p->exchange_max_ranks = 8;
     for (int k = 0; k < OFL_COLL_COUNT; ++k) {
         p->policy_text[k] = (char *) default_policy[k];
@@ -103,8 +103,9 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
     reg_int(c, "bcast_radix", "Radix of the broadcast tree (2..64; ignored by flat)",
             OPAL_INFO_LVL_5, &p->bcast_radix);
     reg_size(c, "segment_size",
-             "Bytes per segment: messages are cut into segments that are combined and "
-             "forwarded one by one (pipelining); also the size of a mailbox slot",
+             "Bytes of a mailbox slot, the largest segment: messages are cut into segments "
+             "(about 8 per message, at least 16 KiB) that are combined and forwarded one by "
+             "one (pipelining)",
              OPAL_INFO_LVL_5, &p->segment_size);
     reg_int(c, "slots",
             "Mailbox slots per tree edge: segments a sender may run ahead of its receiver",

@@ -12,8 +12,8 @@
 int ofl_edges_init(ofl_edges_t *edges, int size)
 {
     edges->size = size;
-    edges->in = calloc((size_t) size, sizeof(uint64_t));
-    edges->out = calloc((size_t) size, sizeof(uint64_t));
+    edges->in = calloc((size_t) size * OFL_CHANNELS, sizeof(uint64_t));
+    edges->out = calloc((size_t) size * OFL_CHANNELS, sizeof(uint64_t));
     if (NULL == edges->in || NULL == edges->out) {
         ofl_edges_fini(edges);
         return -1;
@@ -38,49 +38,73 @@ void ofl_engine_post(ofl_inst_t *inst, const ofl_program_t *prog, ofl_nic_t *nic
     inst->fn = call->fn;
     inst->elem = call->elem ? call->elem : 1;
     inst->count = call->count;
-    size_t per = nic->slot_bytes / inst->elem;
+    size_t seg = (call->seg_bytes && call->seg_bytes < nic->slot_bytes) ? call->seg_bytes
+                                                                        : nic->slot_bytes;
+    size_t per = seg / inst->elem;
     inst->seg_elems = per ? per : 1;
     inst->nseg = (uint32_t) ((call->count + inst->seg_elems - 1) / inst->seg_elems);
     if (0 == inst->nseg) {
         inst->nseg = 1;
     }
+    uint32_t period = (uint32_t) prog->period;
+    inst->rounds = (inst->nseg + period - 1) / period;
+    uint32_t full = inst->rounds - 1;
+    uint32_t rem = inst->nseg - full * period;
     for (int q = 0; q < OFL_PROG_MAX_QUEUES; ++q) {
         inst->cursor[q] = 0;
     }
     for (int i = 0; i < prog->npeers; ++i) {
-        int r = prog->peers[i];
-        inst->base_in[i] = edges->in[r];
-        inst->base_out[i] = edges->out[r];
-        edges->in[r] += (uint64_t) inst->nseg * prog->uses_in[i];
-        edges->out[r] += (uint64_t) inst->nseg * prog->uses_out[i];
+        size_t r = (size_t) prog->peers[i] * OFL_CHANNELS;
+        for (int c = 0; c < OFL_CHANNELS; ++c) {
+            const ofl_stream_use_t *ui = &prog->use_in[i * OFL_CHANNELS + c];
+            const ofl_stream_use_t *uo = &prog->use_out[i * OFL_CHANNELS + c];
+            inst->base_in[i][c] = edges->in[r + c];
+            inst->base_out[i][c] = edges->out[r + c];
+            edges->in[r + c] += (uint64_t) full * ui->per_round + ui->prefix[rem];
+            edges->out[r + c] += (uint64_t) full * uo->per_round + uo->prefix[rem];
+        }
     }
 }
 
-static inline int64_t threshold(const ofl_inst_t *inst, const ofl_trig_t *t, uint32_t seg)
+/* The item a stream reference of round `round` names. */
+static inline uint64_t item_in(const ofl_inst_t *inst, int peer, int chan, uint32_t round,
+                               int k)
 {
-    const ofl_program_t *p = inst->prog;
-    if (OFL_CNT_DATA == t->cnt) {
-        return (int64_t) (inst->base_in[t->peer] + (uint64_t) seg * p->uses_in[t->peer])
-               + t->rel;
-    }
-    return (int64_t) (inst->base_out[t->peer] + (uint64_t) seg * p->uses_out[t->peer]) + t->rel;
+    const ofl_stream_use_t *u = &inst->prog->use_in[peer * OFL_CHANNELS + chan];
+    return inst->base_in[peer][chan] + (uint64_t) round * u->per_round + (uint64_t) k;
 }
 
-static inline int triggered(const ofl_inst_t *inst, const ofl_desc_t *d, uint32_t seg)
+static inline uint64_t item_out(const ofl_inst_t *inst, int peer, int chan, uint32_t round,
+                                int k)
+{
+    const ofl_stream_use_t *u = &inst->prog->use_out[peer * OFL_CHANNELS + chan];
+    return inst->base_out[peer][chan] + (uint64_t) round * u->per_round + (uint64_t) k;
+}
+
+static inline int64_t threshold(const ofl_inst_t *inst, const ofl_trig_t *t, uint32_t round)
+{
+    /* DATA counts what I read from the peer's stream, CREDIT what I put to it */
+    uint64_t base = (OFL_CNT_DATA == t->cnt) ? item_in(inst, t->peer, t->chan, round, 0)
+                                             : item_out(inst, t->peer, t->chan, round, 0);
+    return (int64_t) base + t->rel;
+}
+
+static inline int triggered(const ofl_inst_t *inst, const ofl_desc_t *d, uint32_t round)
 {
     const ofl_program_t *p = inst->prog;
     ofl_nic_t *nic = inst->nic;
     for (int k = 0; k < d->n_trig; ++k) {
         const ofl_trig_t *t = &p->trigs[d->first_trig + k];
-        int64_t need = threshold(inst, t, seg);
-        if (need > 0 && !nic->ops->reached(nic, t->cnt, p->peers[t->peer], (uint64_t) need)) {
+        int64_t need = threshold(inst, t, round);
+        if (need > 0
+            && !nic->ops->reached(nic, t->cnt, p->peers[t->peer], t->chan, (uint64_t) need)) {
             return 0;
         }
     }
     return 1;
 }
 
-static inline void *resolve(const ofl_inst_t *inst, ofl_ref_t r, int is_out, uint32_t seg,
+static inline void *resolve(const ofl_inst_t *inst, ofl_ref_t r, int is_out, uint32_t round,
                             size_t off)
 {
     const ofl_program_t *p = inst->prog;
@@ -92,12 +116,11 @@ static inline void *resolve(const ofl_inst_t *inst, ofl_ref_t r, int is_out, uin
         return (char *) inst->recv + off;
     default:
         if (is_out) {
-            return nic->ops->outbox(nic, p->peers[r.peer],
-                                    inst->base_out[r.peer]
-                                        + (uint64_t) seg * p->uses_out[r.peer]);
+            return nic->ops->outbox(nic, p->peers[r.peer], r.chan,
+                                    item_out(inst, r.peer, r.chan, round, r.k));
         }
-        return nic->ops->inbox(nic, p->peers[r.peer],
-                               inst->base_in[r.peer] + (uint64_t) seg * p->uses_in[r.peer]);
+        return nic->ops->inbox(nic, p->peers[r.peer], r.chan,
+                               item_in(inst, r.peer, r.chan, round, r.k));
     }
 }
 
@@ -107,12 +130,12 @@ static inline void *resolve(const ofl_inst_t *inst, ofl_ref_t r, int is_out, uin
  * order), a running result written into out would clobber that input, so the
  * combine then goes through a small stack buffer, chunk by chunk. */
 static void combine(const ofl_inst_t *inst, const ofl_desc_t *d, const ofl_ref_t *refs,
-                    uint32_t seg, size_t off, void *out0, size_t n)
+                    uint32_t round, size_t off, void *out0, size_t n)
 {
     const void *in[OFL_TREE_MAX_CHILDREN + 2];
     int alias = 0;
     for (int k = 0; k < d->n_in; ++k) {
-        in[k] = resolve(inst, refs[k], 0, seg, off);
+        in[k] = resolve(inst, refs[k], 0, round, off);
         alias |= (k >= 2 && in[k] == out0);
     }
     if (!alias) {
@@ -136,7 +159,7 @@ static void combine(const ofl_inst_t *inst, const ofl_desc_t *d, const ofl_ref_t
     }
 }
 
-static void fire(const ofl_inst_t *inst, const ofl_desc_t *d, uint32_t seg)
+static void fire(const ofl_inst_t *inst, const ofl_desc_t *d, uint32_t round, uint32_t seg)
 {
     const ofl_program_t *p = inst->prog;
     ofl_nic_t *nic = inst->nic;
@@ -150,61 +173,72 @@ static void fire(const ofl_inst_t *inst, const ofl_desc_t *d, uint32_t seg)
     }
     size_t off = first * inst->elem;
     size_t len = n * inst->elem;
-    if (len > 0) {
+    if (len > 0 && d->n_out > 0) {
         const ofl_ref_t *refs = &p->refs[d->first_ref];
-        void *out0 = resolve(inst, refs[d->n_in], 1, seg, off);
-        const void *in0 = resolve(inst, refs[0], 0, seg, off);
+        void *out0 = resolve(inst, refs[d->n_in], 1, round, off);
+        const void *in0 = resolve(inst, refs[0], 0, round, off);
         if (1 == d->n_in) {
             if (out0 != in0) {
                 memcpy(out0, in0, len);
             }
         } else {
-            combine(inst, d, refs, seg, off, out0, n);
+            combine(inst, d, refs, round, off, out0, n);
         }
         for (int k = 1; k < d->n_out; ++k) {
-            memcpy(resolve(inst, refs[d->n_in + k], 1, seg, off), out0, len);
+            memcpy(resolve(inst, refs[d->n_in + k], 1, round, off), out0, len);
         }
     }
     for (int k = 0; k < d->n_cp; ++k) {
         const ofl_cp_t *c = &p->cps[d->first_cp + k];
-        uint64_t item = (OFL_CNT_DATA == c->cnt)
-                            ? inst->base_out[c->peer] + (uint64_t) seg * p->uses_out[c->peer]
-                            : inst->base_in[c->peer] + (uint64_t) seg * p->uses_in[c->peer];
-        nic->ops->bump(nic, c->cnt, p->peers[c->peer], item);
+        uint64_t item = (OFL_CNT_DATA == c->cnt) ? item_out(inst, c->peer, c->chan, round, c->k)
+                                                 : item_in(inst, c->peer, c->chan, round, c->k);
+        nic->ops->bump(nic, c->cnt, p->peers[c->peer], c->chan, item);
     }
+}
+
+/* Segment of queue q's next descriptor execution, or nseg when q is done. */
+static inline uint32_t next_seg(const ofl_inst_t *inst, int q)
+{
+    const ofl_program_t *p = inst->prog;
+    uint32_t qlen = (uint32_t) p->qlen[q];
+    uint32_t cur = inst->cursor[q];
+    if (0 == qlen || cur >= qlen * inst->rounds) {
+        return inst->nseg;
+    }
+    const ofl_desc_t *d = &p->desc[p->qfirst[q] + (int) (cur % qlen)];
+    uint32_t seg = (cur / qlen) * (uint32_t) p->period + d->seg_off;
+    return seg < inst->nseg ? seg : inst->nseg;
 }
 
 int ofl_engine_progress(ofl_inst_t *inst)
 {
     const ofl_program_t *p = inst->prog;
     int complete = 1;
-    /* A queue never runs ahead of an earlier queue's segments. In-place, the
-     * exchange program's combine of a segment (queue 1) overwrites the send
-     * buffer that its put of that segment (queue 0) reads, and the combine may
-     * trigger first: it waits only for the peers' data, the put also for a free
-     * slot at every peer; the put would then send the result. (Tree programs are
-     * ordered so through their peers anyway.) */
-    uint32_t segs = inst->nseg;
+    uint32_t limit = inst->nseg;   /* segments every earlier queue has finished */
     for (int q = 0; q < p->nqueues; ++q) {
         uint32_t qlen = (uint32_t) p->qlen[q];
-        uint32_t end = qlen * segs;
+        uint32_t end = qlen * inst->rounds;
         uint32_t cur = inst->cursor[q];
         while (cur < end) {
-            uint32_t seg = cur / qlen;
+            uint32_t round = cur / qlen;
             const ofl_desc_t *d = &p->desc[p->qfirst[q] + (int) (cur % qlen)];
-            if (!triggered(inst, d, seg)) {
+            uint32_t seg = round * (uint32_t) p->period + d->seg_off;
+            if (seg >= inst->nseg) {
+                cur++;           /* beyond the message: a partial last round */
+                continue;
+            }
+            if (seg >= limit || !triggered(inst, d, round)) {
                 break;
             }
-            fire(inst, d, seg);
+            fire(inst, d, round, seg);
             cur++;
         }
         inst->cursor[q] = cur;
-        if (cur < qlen * inst->nseg) {
+        if (cur < end) {
             complete = 0;
         }
-        if (qlen > 0 && cur / qlen < segs) {
-            segs = cur / qlen;
-        }
+        uint32_t mine = next_seg(inst, q);
+        limit = mine < limit ? mine : limit;
     }
     return complete;
 }
@@ -216,18 +250,19 @@ int ofl_engine_blocker(const ofl_inst_t *inst, int *peer, int *cnt, uint64_t *ha
     for (int q = 0; q < p->nqueues; ++q) {
         uint32_t qlen = (uint32_t) p->qlen[q];
         uint32_t cur = inst->cursor[q];
-        if (cur >= qlen * inst->nseg) {
+        if (0 == qlen || cur >= qlen * inst->rounds) {
             continue;
         }
-        uint32_t seg = cur / qlen;
+        uint32_t round = cur / qlen;
         const ofl_desc_t *d = &p->desc[p->qfirst[q] + (int) (cur % qlen)];
         for (int k = 0; k < d->n_trig; ++k) {
             const ofl_trig_t *t = &p->trigs[d->first_trig + k];
-            int64_t thr = threshold(inst, t, seg);
-            uint64_t v = inst->nic->ops->counter(inst->nic, t->cnt, p->peers[t->peer]);
+            int64_t thr = threshold(inst, t, round);
+            int who = p->peers[t->peer];
+            uint64_t v = inst->nic->ops->counter(inst->nic, t->cnt, who, t->chan);
             if (thr > 0 && (int64_t) v < thr) {
-                *peer = p->peers[t->peer];
-                *cnt = t->cnt;
+                *peer = who;
+                *cnt = t->cnt * OFL_CHANNELS + t->chan;
                 *have = v;
                 *need = thr;
                 return 1;

@@ -18,12 +18,13 @@
 #include "nic/nic.h"
 #include "sched/program.h"
 
-/* Per communicator and rank: how many items went over each edge so far. Thresholds
- * of a new call start where the previous call's ended (counters never reset). */
+/* Per communicator and rank: how many items went over each stream so far.
+ * Thresholds of a new call start where the previous call's ended (counters never
+ * reset). */
 typedef struct {
     int size;
-    uint64_t *in;    /* [size] items read from each peer */
-    uint64_t *out;   /* [size] items put to each peer */
+    uint64_t *in;    /* [size * OFL_CHANNELS] items read from each peer's stream */
+    uint64_t *out;   /* [size * OFL_CHANNELS] items put to each peer's stream */
 } ofl_edges_t;
 
 int ofl_edges_init(ofl_edges_t *edges, int size);
@@ -39,9 +40,10 @@ typedef struct {
     size_t count;           /* elements */
     size_t seg_elems;       /* elements per segment */
     uint32_t nseg;
-    uint32_t cursor[OFL_PROG_MAX_QUEUES];
-    uint64_t base_in[OFL_PROG_MAX_PEERS];
-    uint64_t base_out[OFL_PROG_MAX_PEERS];
+    uint32_t rounds;        /* ceil(nseg / period) */
+    uint32_t cursor[OFL_PROG_MAX_QUEUES];   /* descriptor executions done */
+    uint64_t base_in[OFL_PROG_MAX_PEERS][OFL_CHANNELS];
+    uint64_t base_out[OFL_PROG_MAX_PEERS][OFL_CHANNELS];
 } ofl_inst_t;
 
 typedef struct {
@@ -50,6 +52,7 @@ typedef struct {
     ofl_alu_fn fn;
     size_t elem;
     size_t count;
+    size_t seg_bytes;       /* segment size for this call; 0 or > slot: the slot size */
 } ofl_call_t;
 
 /* Prepare inst to run prog for this call and advance the edge sequences past it.
@@ -58,11 +61,14 @@ void ofl_engine_post(ofl_inst_t *inst, const ofl_program_t *prog, ofl_nic_t *nic
                      ofl_edges_t *edges, const ofl_call_t *call);
 
 /* Fire every descriptor whose triggers hold. Returns 1 once the call is complete,
- * 0 otherwise. Never blocks. */
+ * 0 otherwise. Never blocks. Within a queue descriptors fire in order; a queue
+ * never works on a segment an earlier queue has not finished (in-place, a later
+ * queue may overwrite the buffer an earlier one still has to send). */
 int ofl_engine_progress(ofl_inst_t *inst);
 
-/* The first condition the call is waiting for: peer (comm rank) and counter.
- * Returns 0 if the call is complete. */
+/* The first condition the call is waiting for: peer (comm rank) and counter
+ * (*cnt = ofl_cnt_t * OFL_CHANNELS + channel). Returns 0 if the call is
+ * complete. */
 int ofl_engine_blocker(const ofl_inst_t *inst, int *peer, int *cnt, uint64_t *have,
                        int64_t *need);
 

@@ -13,21 +13,21 @@
 typedef struct ofl_nic ofl_nic_t;
 
 typedef struct {
-    /* Has my counter `cnt` (ofl_cnt_t) fed by `peer` reached `threshold`? This is
+    /* Has my counter `cnt` (ofl_cnt_t) of stream (peer, chan) reached `threshold`? This is
      * the trigger test; acquire: the data behind the count is visible once true.
      * A backend may realise a counter any way that keeps this answer (the
      * software NIC stamps DATA into the mailbox slot's own cache line). */
-    int (*reached)(ofl_nic_t *nic, int cnt, int peer, uint64_t threshold);
+    int (*reached)(ofl_nic_t *nic, int cnt, int peer, int chan, uint64_t threshold);
     /* The current value of that counter (diagnostics, blocker reports). */
-    uint64_t (*counter)(ofl_nic_t *nic, int cnt, int peer);
+    uint64_t (*counter)(ofl_nic_t *nic, int cnt, int peer, int chan);
     /* The CP flag: raise counter `cnt` at `peer` (the one I feed) to item + 1,
      * after every store of the descriptor's data (release). Items on an edge are
      * raised in order, so this is the same as counting by one. */
-    void (*bump)(ofl_nic_t *nic, int cnt, int peer, uint64_t item);
-    /* My mailbox slot holding item `item` from `peer`. */
-    void *(*inbox)(ofl_nic_t *nic, int peer, uint64_t item);
-    /* `peer`'s mailbox slot for item `item` from me. */
-    void *(*outbox)(ofl_nic_t *nic, int peer, uint64_t item);
+    void (*bump)(ofl_nic_t *nic, int cnt, int peer, int chan, uint64_t item);
+    /* My mailbox slot holding item `item` of stream (peer -> me, chan). */
+    void *(*inbox)(ofl_nic_t *nic, int peer, int chan, uint64_t item);
+    /* `peer`'s mailbox slot for item `item` of stream (me -> peer, chan). */
+    void *(*outbox)(ofl_nic_t *nic, int peer, int chan, uint64_t item);
     /* 0 when peer's process is known to be gone, 1 otherwise. */
     int (*peer_alive)(ofl_nic_t *nic, int peer);
     /* A rank that finds a dead peer marks the whole communicator so that ranks
@@ -41,7 +41,7 @@ struct ofl_nic {
     const ofl_nic_ops_t *ops;
     int rank;
     int size;
-    int slots;              /* mailbox slots per edge */
+    int slots;              /* mailbox slots per stream */
     uint64_t slot_bytes;    /* bytes per mailbox slot: the largest segment */
 };
 

@@ -38,15 +38,15 @@ static uint64_t round_up(uint64_t v, uint64_t to)
 static void geometry(ofl_softnic_t *nic, int size, int slots, size_t segsize)
 {
     uint64_t hdr = round_up(sizeof(softnic_hdr_t) + sizeof(int32_t) * (size_t) size, 4096);
-    uint64_t counters = (uint64_t) size * (uint64_t) size * LINE;
+    uint64_t counters = (uint64_t) size * (uint64_t) size * OFL_CHANNELS * LINE;
     nic->base.size = size;
     nic->base.slots = slots;
     nic->base.slot_bytes = round_up(segsize ? segsize : 1, LINE);
     nic->slot_stride = round_up(STAMP + nic->base.slot_bytes, LINE);
     nic->off_counters = hdr;
     nic->off_mbox = round_up(hdr + counters, 4096);
-    nic->len = nic->off_mbox + (uint64_t) size * (uint64_t) size * (uint64_t) slots
-                                   * nic->slot_stride;
+    nic->len = nic->off_mbox + (uint64_t) size * (uint64_t) size * OFL_CHANNELS
+                                   * (uint64_t) slots * nic->slot_stride;
 }
 
 size_t ofl_softnic_bytes(int size, int slots, size_t segsize)
@@ -56,32 +56,33 @@ size_t ofl_softnic_bytes(int size, int slots, size_t segsize)
     return tmp.len;
 }
 
-static inline _Atomic uint64_t *credit_at(ofl_softnic_t *nic, int owner, int feeder)
+static inline _Atomic uint64_t *credit_at(ofl_softnic_t *nic, int owner, int feeder, int chan)
 {
     return (_Atomic uint64_t *) (nic->mem + nic->off_counters
-                                 + ((uint64_t) owner * (uint64_t) nic->base.size
-                                    + (uint64_t) feeder)
+                                 + (((uint64_t) owner * (uint64_t) nic->base.size
+                                     + (uint64_t) feeder)
+                                        * OFL_CHANNELS
+                                    + (uint64_t) chan)
                                        * LINE);
 }
 
-/* The slot (stamp first) of `item` on the edge src -> dst. */
-static inline uint8_t *slot_at(ofl_softnic_t *nic, int dst, int src, uint64_t item)
+/* The slot (stamp first) of `item` on the stream (src -> dst, chan). */
+static inline uint8_t *slot_at(ofl_softnic_t *nic, int dst, int src, int chan, uint64_t item)
 {
     ofl_nic_t *b = &nic->base;
     uint64_t slot = item % (uint64_t) b->slots;
-    return nic->mem + nic->off_mbox
-           + (((uint64_t) dst * (uint64_t) b->size + (uint64_t) src) * (uint64_t) b->slots
-              + slot)
-                 * nic->slot_stride;
+    uint64_t stream = ((uint64_t) dst * (uint64_t) b->size + (uint64_t) src) * OFL_CHANNELS
+                      + (uint64_t) chan;
+    return nic->mem + nic->off_mbox + (stream * (uint64_t) b->slots + slot) * nic->slot_stride;
 }
 
-static inline uint64_t stamp(ofl_softnic_t *nic, int dst, int src, uint64_t item)
+static inline uint64_t stamp(ofl_softnic_t *nic, int dst, int src, int chan, uint64_t item)
 {
-    return atomic_load_explicit((_Atomic uint64_t *) slot_at(nic, dst, src, item),
+    return atomic_load_explicit((_Atomic uint64_t *) slot_at(nic, dst, src, chan, item),
                                 memory_order_acquire);
 }
 
-static int sn_reached(ofl_nic_t *b, int cnt, int peer, uint64_t threshold)
+static int sn_reached(ofl_nic_t *b, int cnt, int peer, int chan, uint64_t threshold)
 {
     ofl_softnic_t *nic = (ofl_softnic_t *) b;
     if (0 == threshold) {
@@ -91,49 +92,50 @@ static int sn_reached(ofl_nic_t *b, int cnt, int peer, uint64_t threshold)
         /* Item threshold-1 sits in its slot once the slot's stamp says so; the
          * sender cannot have reused the slot for a later item before we consumed
          * this one (credits), so the stamp is exact. */
-        return stamp(nic, b->rank, peer, threshold - 1) >= threshold;
+        return stamp(nic, b->rank, peer, chan, threshold - 1) >= threshold;
     }
-    if (nic->credit_seen[peer] >= threshold) {
+    uint64_t *seen = &nic->credit_seen[peer * OFL_CHANNELS + chan];
+    if (*seen >= threshold) {
         return 1;
     }
-    uint64_t v = atomic_load_explicit(credit_at(nic, b->rank, peer), memory_order_acquire);
-    nic->credit_seen[peer] = v;
+    uint64_t v = atomic_load_explicit(credit_at(nic, b->rank, peer, chan), memory_order_acquire);
+    *seen = v;
     return v >= threshold;
 }
 
-static uint64_t sn_counter(ofl_nic_t *b, int cnt, int peer)
+static uint64_t sn_counter(ofl_nic_t *b, int cnt, int peer, int chan)
 {
     ofl_softnic_t *nic = (ofl_softnic_t *) b;
     if (OFL_CNT_DATA == cnt) {
         uint64_t max = 0;
         for (int s = 0; s < b->slots; ++s) {
-            uint64_t v = stamp(nic, b->rank, peer, (uint64_t) s);
+            uint64_t v = stamp(nic, b->rank, peer, chan, (uint64_t) s);
             max = v > max ? v : max;
         }
         return max;
     }
-    return atomic_load_explicit(credit_at(nic, b->rank, peer), memory_order_acquire);
+    return atomic_load_explicit(credit_at(nic, b->rank, peer, chan), memory_order_acquire);
 }
 
-static void sn_bump(ofl_nic_t *b, int cnt, int peer, uint64_t item)
+static void sn_bump(ofl_nic_t *b, int cnt, int peer, int chan, uint64_t item)
 {
     ofl_softnic_t *nic = (ofl_softnic_t *) b;
     _Atomic uint64_t *c = (OFL_CNT_DATA == cnt)
-                              ? (_Atomic uint64_t *) slot_at(nic, peer, b->rank, item)
-                              : credit_at(nic, peer, b->rank);
+                              ? (_Atomic uint64_t *) slot_at(nic, peer, b->rank, chan, item)
+                              : credit_at(nic, peer, b->rank, chan);
     /* One writer per word (this rank), items in order: a release store of the
      * new count publishes the descriptor's data with it. */
     atomic_store_explicit(c, item + 1, memory_order_release);
 }
 
-static void *sn_inbox(ofl_nic_t *b, int peer, uint64_t item)
+static void *sn_inbox(ofl_nic_t *b, int peer, int chan, uint64_t item)
 {
-    return slot_at((ofl_softnic_t *) b, b->rank, peer, item) + STAMP;
+    return slot_at((ofl_softnic_t *) b, b->rank, peer, chan, item) + STAMP;
 }
 
-static void *sn_outbox(ofl_nic_t *b, int peer, uint64_t item)
+static void *sn_outbox(ofl_nic_t *b, int peer, int chan, uint64_t item)
 {
-    return slot_at((ofl_softnic_t *) b, peer, b->rank, item) + STAMP;
+    return slot_at((ofl_softnic_t *) b, peer, b->rank, chan, item) + STAMP;
 }
 
 static int sn_peer_alive(ofl_nic_t *b, int peer)
@@ -229,7 +231,7 @@ static int setup(ofl_softnic_t *nic, const char *name, int size, int rank, int s
     geometry(nic, size, slots, segsize);
     nic->base.ops = &softnic_ops;
     nic->base.rank = rank;
-    nic->credit_seen = calloc((size_t) size, sizeof(uint64_t));
+    nic->credit_seen = calloc((size_t) size * OFL_CHANNELS, sizeof(uint64_t));
     if (NULL == nic->credit_seen) {
         return -ENOMEM;
     }

@@ -4,9 +4,9 @@
  *
  * Layout (every offset a multiple of 64 bytes):
  *   header     magic, geometry, the pid of every rank, the poison word
- *   counters   [owner][feeder] one cache line each: the CREDIT counter, written
- *              only by the feeder, read only by the owner
- *   mailboxes  [dst][src][slot]: written only by src, read only by dst; touched
+ *   counters   [owner][feeder][chan] one cache line each: the CREDIT counter,
+ *              written only by the feeder, read only by the owner
+ *   mailboxes  [dst][src][chan][slot]: written only by src, read only by dst; touched
  *              lazily, so edges outside every tree cost no memory. Each slot
  *              starts with a 16-byte stamp: the DATA counter of the edge as of
  *              the item in that slot, so a small item and its CP count arrive in
@@ -30,7 +30,7 @@ typedef struct {
     uint64_t off_counters;
     uint64_t off_mbox;
     uint64_t slot_stride;      /* stamp + payload, cache-line multiple */
-    uint64_t *credit_seen;     /* [size] private: last CREDIT value read per peer */
+    uint64_t *credit_seen;     /* [size][chan] private: last CREDIT value read */
 } ofl_softnic_t;
 
 /* Bytes of the segment for `size` ranks. */

@@ -2,9 +2,9 @@
  * coll/offload — per-size algorithm policy.
  *
  * A policy is a short table read from an MCA string such as
- *     "exchange:1024,tree:4194304,fallback"
- * meaning: up to 1024 bytes the one-step exchange, up to 4 MiB the trees, above
- * that the component below us. Entries are ALG[:MAXBYTES] in increasing size
+ *     "exchange:1024,split:4194304,fallback"
+ * meaning: up to 1024 bytes the one-step exchange, up to 4 MiB segment ownership,
+ * above that the component below us. Entries are ALG[:MAXBYTES] in increasing size
  * order; the last entry has no size and covers everything larger (when the last
  * entry has a size, larger messages fall back). Sizes take k/m/g suffixes
  * (powers of 1024).
@@ -20,7 +20,8 @@
 typedef enum {
     OFL_ALG_FALLBACK,
     OFL_ALG_TREE,
-    OFL_ALG_EXCHANGE
+    OFL_ALG_EXCHANGE,   /* allreduce/barrier: one-step all-to-all */
+    OFL_ALG_SPLIT       /* allreduce: segment ownership (reduce-scatter + allgather) */
 } ofl_alg_t;
 
 typedef struct {

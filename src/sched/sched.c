@@ -12,6 +12,10 @@ typedef struct {
     ofl_program_t *p;
     int cap_desc, cap_refs, cap_trigs, cap_cps;
     int failed;
+    int queue_of_in[OFL_PROG_MAX_PEERS][OFL_CHANNELS];   /* reading queue + 1 */
+    int queue_of_out[OFL_PROG_MAX_PEERS][OFL_CHANNELS];  /* writing queue + 1 */
+    int k_in[OFL_PROG_MAX_PEERS][OFL_CHANNELS];          /* items so far this round */
+    int k_out[OFL_PROG_MAX_PEERS][OFL_CHANNELS];
 } builder_t;
 
 static void *grow(void *ptr, int *cap, int need, size_t elem, int *failed)
@@ -53,13 +57,16 @@ static int peer_index(builder_t *b, int rank)
  * back CREDIT; a mailbox put waits for CREDIT and raises DATA at the peer). */
 typedef struct {
     int n_in, n_out;
+    int seg_off;
     ofl_ref_t in[OFL_TREE_MAX_CHILDREN + 1];
     ofl_ref_t out[OFL_TREE_MAX_CHILDREN + 1];
 } draft_t;
 
-static void draft_add(builder_t *b, draft_t *d, int is_out, ofl_buf_t buf, int rank)
+/* Add an input or output; for a mailbox, `chan` names the stream with `rank`. */
+static void draft_add_chan(builder_t *b, draft_t *d, int is_out, ofl_buf_t buf, int rank,
+                           int chan)
 {
-    ofl_ref_t r = { .buf = (uint8_t) buf, .peer = 0 };
+    ofl_ref_t r = { .buf = (uint8_t) buf, .peer = 0, .chan = (uint8_t) chan, .k = 0 };
     if (OFL_BUF_PEER == buf) {
         r.peer = (uint8_t) peer_index(b, rank);
     }
@@ -70,7 +77,31 @@ static void draft_add(builder_t *b, draft_t *d, int is_out, ofl_buf_t buf, int r
     }
 }
 
-static void emit(builder_t *b, const draft_t *d)
+/* Tree programs: contributions go up on channel 0, results come down on 1. */
+static void draft_add(builder_t *b, draft_t *d, int is_out, ofl_buf_t buf, int rank)
+{
+    draft_add_chan(b, d, is_out, buf, rank, 0);
+}
+
+/* A stream is written by one queue and read by one queue, in item order; k is
+ * the item's position among the stream's items of the round. */
+static int stream_k(builder_t *b, int is_out, const ofl_ref_t *r)
+{
+    int q = b->p->nqueues; /* the queue being built, + 1 */
+    int *owner = is_out ? &b->queue_of_out[r->peer][r->chan] : &b->queue_of_in[r->peer][r->chan];
+    if (0 == *owner) {
+        *owner = q;
+    } else if (*owner != q) {
+        b->failed = 1;
+    }
+    int *k = is_out ? &b->k_out[r->peer][r->chan] : &b->k_in[r->peer][r->chan];
+    if (*k > 255) {
+        b->failed = 1;
+    }
+    return (*k)++;
+}
+
+static void emit(builder_t *b, draft_t *d)
 {
     ofl_program_t *p = b->p;
     p->desc = grow(p->desc, &b->cap_desc, p->ndesc + 1, sizeof(*p->desc), &b->failed);
@@ -90,34 +121,75 @@ static void emit(builder_t *b, const draft_t *d)
     desc->n_out = (uint8_t) d->n_out;
     desc->first_trig = (uint16_t) p->ntrigs;
     desc->first_cp = (uint16_t) p->ncps;
+    desc->seg_off = (uint16_t) d->seg_off;
     for (int i = 0; i < d->n_in; ++i) {
         ofl_ref_t r = d->in[i];
-        p->refs[p->nrefs++] = r;
         if (OFL_BUF_PEER == r.buf) {
-            p->trigs[p->ntrigs++] = (ofl_trig_t) { OFL_CNT_DATA, r.peer, 1 };
-            p->cps[p->ncps++] = (ofl_cp_t) { OFL_CNT_CREDIT, r.peer };
-            p->uses_in[r.peer]++;
+            r.k = (uint8_t) stream_k(b, 0, &r);
+            p->trigs[p->ntrigs++] = (ofl_trig_t) { OFL_CNT_DATA, r.peer, r.chan, 0,
+                                                   (int16_t) (r.k + 1) };
+            p->cps[p->ncps++] = (ofl_cp_t) { OFL_CNT_CREDIT, r.peer, r.chan, r.k };
             desc->n_trig++;
             desc->n_cp++;
         }
+        p->refs[p->nrefs++] = r;
     }
     for (int i = 0; i < d->n_out; ++i) {
         ofl_ref_t r = d->out[i];
-        p->refs[p->nrefs++] = r;
         if (OFL_BUF_PEER == r.buf) {
-            p->trigs[p->ntrigs++] = (ofl_trig_t) { OFL_CNT_CREDIT, r.peer,
-                                                   (int16_t) (1 - p->slots) };
-            p->cps[p->ncps++] = (ofl_cp_t) { OFL_CNT_DATA, r.peer };
-            p->uses_out[r.peer]++;
+            r.k = (uint8_t) stream_k(b, 1, &r);
+            p->trigs[p->ntrigs++] = (ofl_trig_t) { OFL_CNT_CREDIT, r.peer, r.chan, 0,
+                                                   (int16_t) (r.k + 1 - p->slots) };
+            p->cps[p->ncps++] = (ofl_cp_t) { OFL_CNT_DATA, r.peer, r.chan, r.k };
             desc->n_trig++;
             desc->n_cp++;
         }
+        p->refs[p->nrefs++] = r;
     }
+}
+
+/* Per stream: items per round and per partial round (descriptors run in seg_off
+ * order within a queue, so a partial round is a prefix of each stream). */
+static int finish_streams(builder_t *b)
+{
+    ofl_program_t *p = b->p;
+    size_t nstreams = (size_t) (p->npeers ? p->npeers : 1) * OFL_CHANNELS;
+    size_t plen = (size_t) p->period + 1;
+    p->use_in = calloc(nstreams, sizeof(*p->use_in));
+    p->use_out = calloc(nstreams, sizeof(*p->use_out));
+    p->prefix_pool = calloc(2 * nstreams * plen, sizeof(uint16_t));
+    if (NULL == p->use_in || NULL == p->use_out || NULL == p->prefix_pool) {
+        return -1;
+    }
+    for (size_t s = 0; s < nstreams; ++s) {
+        p->use_in[s].prefix = p->prefix_pool + (2 * s) * plen;
+        p->use_out[s].prefix = p->prefix_pool + (2 * s + 1) * plen;
+    }
+    for (int i = 0; i < p->ndesc; ++i) {
+        const ofl_desc_t *d = &p->desc[i];
+        for (int k = 0; k < d->n_in + d->n_out; ++k) {
+            const ofl_ref_t *r = &p->refs[d->first_ref + k];
+            if (OFL_BUF_PEER != r->buf) {
+                continue;
+            }
+            ofl_stream_use_t *u = (k < d->n_in ? p->use_in : p->use_out)
+                                  + (size_t) r->peer * OFL_CHANNELS + r->chan;
+            u->per_round++;
+            for (int j = d->seg_off + 1; j <= p->period; ++j) {
+                u->prefix[j]++;
+            }
+        }
+    }
+    return 0;
 }
 
 static void begin_queue(builder_t *b)
 {
     ofl_program_t *p = b->p;
+    if (p->nqueues >= OFL_PROG_MAX_QUEUES) {
+        b->failed = 1;
+        return;
+    }
     p->qfirst[p->nqueues] = p->ndesc;
     p->qlen[p->nqueues] = 0;
     p->nqueues++;
@@ -145,7 +217,7 @@ static void compile_up(builder_t *b, const ofl_tree_node_t *t, int result_down)
         draft_add(b, &d, 1, OFL_BUF_RECV, -1);
         if (result_down) {
             for (int i = 0; i < t->nchildren; ++i) {
-                draft_add(b, &d, 1, OFL_BUF_PEER, t->children[i]);
+                draft_add_chan(b, &d, 1, OFL_BUF_PEER, t->children[i], 1);
             }
         }
     }
@@ -160,13 +232,13 @@ static void compile_down(builder_t *b, const ofl_tree_node_t *t)
 {
     draft_t d = { 0 };
     if (t->parent >= 0) {
-        draft_add(b, &d, 0, OFL_BUF_PEER, t->parent);
+        draft_add_chan(b, &d, 0, OFL_BUF_PEER, t->parent, 1);
         draft_add(b, &d, 1, OFL_BUF_RECV, -1);
     } else {
         draft_add(b, &d, 0, OFL_BUF_RECV, -1);
     }
     for (int i = 0; i < t->nchildren; ++i) {
-        draft_add(b, &d, 1, OFL_BUF_PEER, t->children[i]);
+        draft_add_chan(b, &d, 1, OFL_BUF_PEER, t->children[i], 1);
     }
     begin_queue(b);
     if (d.n_out > 0) {
@@ -202,6 +274,111 @@ static void compile_exchange(builder_t *b, int rank, int size)
     end_queue(b);
 }
 
+/* Segment ownership (reduce-scatter + allgather in one program): segment s of
+ * every round of `size` segments belongs to rank s. Queue 0 puts this rank's
+ * contribution of every segment it does not own to the owner (channel 0); queue
+ * 1 combines all contributions of its own segments in rank order into the
+ * receive buffer and puts the result to everybody (channel 1); queue 2 takes the
+ * other owners' results. Three queues, so that no rank's combining waits for
+ * another rank's combining: every rank combines 1/size of the message and all
+ * move data at once. For large messages. */
+static void compile_split(builder_t *b, int rank, int size)
+{
+    b->p->period = size;
+    begin_queue(b);
+    for (int s = 0; s < size; ++s) {
+        if (s != rank) {
+            draft_t d = { 0 };
+            d.seg_off = s;
+            draft_add(b, &d, 0, OFL_BUF_SEND, -1);
+            draft_add_chan(b, &d, 1, OFL_BUF_PEER, s, 0);
+            emit(b, &d);
+        }
+    }
+    end_queue(b);
+
+    begin_queue(b);
+    draft_t d = { 0 };
+    d.seg_off = rank;
+    for (int r = 0; r < size; ++r) {
+        draft_add_chan(b, &d, 0, r == rank ? OFL_BUF_SEND : OFL_BUF_PEER, r, 0);
+    }
+    draft_add(b, &d, 1, OFL_BUF_RECV, -1);
+    for (int r = 0; r < size; ++r) {
+        if (r != rank) {
+            draft_add_chan(b, &d, 1, OFL_BUF_PEER, r, 1);
+        }
+    }
+    emit(b, &d);
+    end_queue(b);
+
+    begin_queue(b);
+    for (int s = 0; s < size; ++s) {
+        if (s != rank) {
+            draft_t r = { 0 };
+            r.seg_off = s;
+            draft_add_chan(b, &r, 0, OFL_BUF_PEER, s, 1);
+            draft_add(b, &r, 1, OFL_BUF_RECV, -1);
+            emit(b, &r);
+        }
+    }
+    end_queue(b);
+}
+
+static int compile_into(builder_t *b, ofl_coll_t coll, int root, int rank, int size,
+                        const ofl_sched_params_t *params)
+{
+    ofl_program_t *prog = b->p;
+    ofl_tree_node_t t;
+    switch (coll) {
+    case OFL_COLL_ALLREDUCE:
+    case OFL_COLL_BARRIER:
+        if (OFL_SCHED_EXCHANGE == params->shape || OFL_SCHED_SPLIT == params->shape) {
+            if (size > OFL_TREE_MAX_CHILDREN + 1) {
+                return -1;
+            }
+            if (OFL_SCHED_SPLIT == params->shape && OFL_COLL_ALLREDUCE == coll) {
+                compile_split(b, rank, size);
+            } else {
+                compile_exchange(b, rank, size);
+            }
+            break;
+        }
+        /* One tree both ways: each edge then carries one item per segment in each
+         * direction, which keeps every edge's item sequence deterministic. */
+        if (0 != ofl_tree_node(params->reduce_kind, params->reduce_radix, size, root, rank,
+                               &t)) {
+            return -1;
+        }
+        compile_up(b, &t, 1);
+        if (t.parent >= 0) {
+            compile_down(b, &t);
+        }
+        break;
+    case OFL_COLL_REDUCE:
+        if (0 != ofl_tree_node(params->reduce_kind, params->reduce_radix, size, root, rank,
+                               &t)) {
+            return -1;
+        }
+        compile_up(b, &t, 0);
+        break;
+    case OFL_COLL_BCAST:
+        if (0 != ofl_tree_node(params->bcast_kind, params->bcast_radix, size, root, rank,
+                               &t)) {
+            return -1;
+        }
+        compile_down(b, &t);
+        break;
+    default:
+        return -1;
+    }
+    if (b->failed || 0 != finish_streams(b)) {
+        ofl_program_free(prog);
+        return -1;
+    }
+    return 0;
+}
+
 int ofl_sched_compile(ofl_coll_t coll, int root, int rank, int size,
                       const ofl_sched_params_t *params, ofl_program_t *prog)
 {
@@ -220,61 +397,23 @@ int ofl_sched_compile(ofl_coll_t coll, int root, int rank, int size,
     prog->rank = rank;
     prog->size = size;
     prog->slots = params->slots;
+    prog->period = 1;
 
-    builder_t b = { .p = prog };
-    ofl_tree_node_t t;
-    switch (coll) {
-    case OFL_COLL_ALLREDUCE:
-    case OFL_COLL_BARRIER:
-        if (params->exchange) {
-            if (size > OFL_TREE_MAX_CHILDREN + 1) {
-                return -1;
-            }
-            compile_exchange(&b, rank, size);
-            break;
-        }
-        /* One tree both ways: each edge then carries one item per segment in each
-         * direction, which keeps every edge's item sequence deterministic. */
-        if (0 != ofl_tree_node(params->reduce_kind, params->reduce_radix, size, root, rank,
-                               &t)) {
-            return -1;
-        }
-        compile_up(&b, &t, 1);
-        if (t.parent >= 0) {
-            compile_down(&b, &t);
-        }
-        break;
-    case OFL_COLL_REDUCE:
-        if (0 != ofl_tree_node(params->reduce_kind, params->reduce_radix, size, root, rank,
-                               &t)) {
-            return -1;
-        }
-        compile_up(&b, &t, 0);
-        break;
-    case OFL_COLL_BCAST:
-        if (0 != ofl_tree_node(params->bcast_kind, params->bcast_radix, size, root, rank,
-                               &t)) {
-            return -1;
-        }
-        compile_down(&b, &t);
-        break;
-    default:
+    builder_t *bp = calloc(1, sizeof(*bp));
+    if (NULL == bp) {
         return -1;
     }
-    for (int i = 0; i < prog->npeers; ++i) {
-        if (prog->uses_in[i] > 1 || prog->uses_out[i] > 1) {
-            b.failed = 1; /* an edge used twice per segment would race */
-        }
-    }
-    if (b.failed) {
-        ofl_program_free(prog);
-        return -1;
-    }
-    return 0;
+    bp->p = prog;
+    int rc = compile_into(bp, coll, root, rank, size, params);
+    free(bp);
+    return rc;
 }
 
 void ofl_program_free(ofl_program_t *prog)
 {
+    free(prog->use_in);
+    free(prog->use_out);
+    free(prog->prefix_pool);
     free(prog->desc);
     free(prog->refs);
     free(prog->trigs);
@@ -298,7 +437,7 @@ static void dump_ref(const ofl_program_t *p, ofl_ref_t r, FILE *out)
         fputs("recv", out);
         break;
     default:
-        fprintf(out, "mbox[%d]", p->peers[r.peer]);
+        fprintf(out, "mbox[%d.%d]", p->peers[r.peer], r.chan);
         break;
     }
 }
@@ -306,12 +445,12 @@ static void dump_ref(const ofl_program_t *p, ofl_ref_t r, FILE *out)
 void ofl_program_dump(const ofl_program_t *p, FILE *out)
 {
     static const char *cnt[] = { "DATA", "CREDIT" };
-    fprintf(out, "program %s root=%d rank=%d/%d slots=%d peers=%d\n", ofl_coll_name(p->coll),
-            p->root, p->rank, p->size, p->slots, p->npeers);
+    fprintf(out, "program %s root=%d rank=%d/%d slots=%d period=%d peers=%d\n",
+            ofl_coll_name(p->coll), p->root, p->rank, p->size, p->slots, p->period, p->npeers);
     for (int q = 0; q < p->nqueues; ++q) {
         for (int i = 0; i < p->qlen[q]; ++i) {
             const ofl_desc_t *d = &p->desc[p->qfirst[q] + i];
-            fprintf(out, "  q%d d%d: ", q, i);
+            fprintf(out, "  q%d d%d seg+%d: ", q, i, d->seg_off);
             const ofl_ref_t *refs = &p->refs[d->first_ref];
             for (int k = 0; k < d->n_in; ++k) {
                 fputs(k ? " op " : "", out);
@@ -325,7 +464,8 @@ void ofl_program_dump(const ofl_program_t *p, FILE *out)
             fputs("  when", out);
             for (int k = 0; k < d->n_trig; ++k) {
                 const ofl_trig_t *t = &p->trigs[d->first_trig + k];
-                fprintf(out, " %s(%d)>=base+seg%+d", cnt[t->cnt], p->peers[t->peer], t->rel);
+                fprintf(out, " %s(%d.%d)>=base%+d", cnt[t->cnt], p->peers[t->peer], t->chan,
+                        t->rel);
             }
             if (0 == d->n_trig) {
                 fputs(" posted", out);
@@ -333,7 +473,7 @@ void ofl_program_dump(const ofl_program_t *p, FILE *out)
             fputs("  cp", out);
             for (int k = 0; k < d->n_cp; ++k) {
                 const ofl_cp_t *c = &p->cps[d->first_cp + k];
-                fprintf(out, " %s@%d", cnt[c->cnt], p->peers[c->peer]);
+                fprintf(out, " %s@%d.%d", cnt[c->cnt], p->peers[c->peer], c->chan);
             }
             fputc('\n', out);
         }

@@ -12,17 +12,25 @@
 #include "sched/program.h"
 #include "tree/tree.h"
 
+typedef enum {
+    /* up the reduction tree, down the same tree */
+    OFL_SCHED_TREE = 0,
+    /* every rank puts its data to every other rank and combines all contributions
+     * in rank order (the same order everywhere, so float results stay bitwise
+     * identical): one step, for small messages on few ranks */
+    OFL_SCHED_EXCHANGE,
+    /* segment ownership: reduce-scatter then allgather, all ranks moving and
+     * combining at once; for large messages (barrier: same as exchange) */
+    OFL_SCHED_SPLIT
+} ofl_sched_shape_t;
+
 typedef struct {
     ofl_tree_kind_t reduce_kind;
     int reduce_radix;
     ofl_tree_kind_t bcast_kind;
     int bcast_radix;
     int slots;              /* mailbox slots per edge, >= 1 */
-    /* Allreduce/barrier only: instead of up and down a tree, every rank puts its
-     * data to every other rank and combines all contributions in rank order (the
-     * same order everywhere, so float results stay bitwise identical). One step
-     * instead of two tree traversals: for small messages on few ranks. */
-    int exchange;
+    ofl_sched_shape_t shape;    /* allreduce/barrier only */
 } ofl_sched_params_t;
 
 /* Build rank's program for `coll` rooted at `root` (ignored for allreduce and

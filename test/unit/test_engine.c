@@ -2,11 +2,16 @@
  * Unit test of the schedule compiler, the descriptor engine and the software NIC
  * (src/sched, src/engine, src/nic) without MPI.
  *
- *   shape     every rank's program compiles and both ends of every edge agree on
- *             how many items cross it per segment (tree and exchange programs);
+ *   shape     every rank's program compiles, is internally consistent (triggers,
+ *             CP bumps and item positions follow from its references, the
+ *             per-stream use tables are recomputed here), and both ends of every
+ *             stream (ordered pair of ranks, channel) agree on how many items cross
+ *             it per round and per partial round (tree, exchange and split
+ *             programs);
  *   sim       all ranks of a communicator in one thread, each with its own mapping
  *             of one softnic segment, stepped in many orders; every result is
- *             compared with a reference computed here from the inputs. In
+ *             compared with a reference computed here from the inputs, and after
+ *             every step the engine's queue rule is checked against the cursors. In
  *             "preempt" mode a counter read may be followed by another rank's
  *             progress before the reader acts on it (a thread losing the CPU
  *             between two reads), deterministically;
@@ -16,7 +21,8 @@
  * References never come from the code under test: sums are taken in unsigned
  * arithmetic, the float reference re-derives the combine order from the tree's
  * definition (own value, then children by increasing virtual rank), or for an
- * exchange program takes rank order.
+ * exchange or split program takes rank order; the items a split call moves over
+ * each stream are counted here from segment ownership, not from the use tables.
  */
 #include "alu/alu.h"
 #include "engine/engine.h"
@@ -37,7 +43,7 @@
 #include <unistd.h>
 
 #define SIM_MAX 16
-#define NPSETS 3   /* 0 and 1 as given to world_open, 2: 0 with exchange */
+#define NPSETS 4   /* 0 and 1 as given to world_open, 2: 0 with exchange, 3: 0 with split */
 #define SENTINEL 0xa5
 
 static double now_s(void)
@@ -91,14 +97,11 @@ static float in_f32(int rank, uint32_t tag, size_t i)
     uint64_t h = mix3((uint64_t) rank + 77, tag, i);
     int mant = (int) (h % 2001u) - 1000;
     int e = (int) ((h >> 20) % 40u) - 20;
-    float f = (float) mant;
-    for (; e > 0; --e) {
-        f *= 2.0f;
-    }
-    for (; e < 0; ++e) {
-        f *= 0.5f;
-    }
-    return f;
+    /* mant * 2^e, exact: 2^e is a normal float, the product needs 10 bits. */
+    uint32_t bits = (uint32_t) (127 + e) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof(scale));
+    return (float) mant * scale;
 }
 
 /* Never the sentinel, so a slot nobody wrote cannot look right. */
@@ -162,55 +165,176 @@ static int peer_slot(const ofl_program_t *p, int rank)
     return -1;
 }
 
-static int uses(const ofl_program_t *p, int rank, int out)
+#define NCH OFL_CHANNELS
+
+/* The use table of the stream between p's rank and `rank` on `chan`: what p puts
+ * to it (out) or reads from it; NULL when rank is not p's peer. */
+static const ofl_stream_use_t *stream_use(const ofl_program_t *p, int rank, int chan, int out)
 {
     int i = peer_slot(p, rank);
-    return i < 0 ? 0 : (out ? p->uses_out[i] : p->uses_in[i]);
+    if (i < 0) {
+        return NULL;
+    }
+    return out ? &p->use_out[i * NCH + chan] : &p->use_in[i * NCH + chan];
 }
 
-/* Internal consistency of one program: indices in range, thresholds as program.h
- * defines them, each peer listed once. Returns the number of problems. */
+/* Items per round of that stream (0 when p does not use it). */
+static int per_round(const ofl_program_t *p, int rank, int chan, int out)
+{
+    const ofl_stream_use_t *u = stream_use(p, rank, chan, out);
+    return NULL == u ? 0 : u->per_round;
+}
+
+/* What pa's rank puts to pb's rank on each channel, per round and per partial
+ * round, is exactly what pb's rank reads from pa's: the number of disagreements. */
+static int streams_mismatch(const ofl_program_t *pa, const ofl_program_t *pb)
+{
+    int a = pa->rank, b = pb->rank, bad = pa->period != pb->period;
+    if (bad) {
+        return bad;
+    }
+    for (int c = 0; c < NCH; ++c) {
+        const ofl_stream_use_t *uo = stream_use(pa, b, c, 1), *ui = stream_use(pb, a, c, 0);
+        bad += (uo ? uo->per_round : 0) != (ui ? ui->per_round : 0);
+        for (int j = 0; j <= pa->period; ++j) {
+            bad += (uo ? uo->prefix[j] : 0) != (ui ? ui->prefix[j] : 0);
+        }
+    }
+    return bad;
+}
+
+/* Internal consistency of one program: indices in range, each peer listed once,
+ * descriptors of a queue in segment order; every mailbox reference has exactly
+ * the trigger and CP bump program.h defines (a read waits for DATA >= k + 1 and
+ * hands back CREDIT, a put waits for CREDIT >= k + 1 - slots and raises DATA),
+ * its k is its position among the stream's items of the round, and each stream
+ * is read (written) by one queue only; the use tables equal the ones recomputed
+ * here from the references, and every stream carries at most one item per round
+ * (true of every program the compiler makes). Returns the number of problems. */
 static int program_sane(const ofl_program_t *p)
 {
     int bad = 0;
+    bad += p->period < 1 || p->npeers < 0 || p->npeers > OFL_PROG_MAX_PEERS;
+    bad += p->nqueues < 1 || p->nqueues > OFL_PROG_MAX_QUEUES;
+    bad += NULL == p->use_in || NULL == p->use_out;
+    if (bad) {
+        return bad;
+    }
     for (int i = 0; i < p->npeers; ++i) {
         bad += p->peers[i] < 0 || p->peers[i] >= p->size || p->peers[i] == p->rank;
-        bad += p->uses_in[i] > 1 || p->uses_out[i] > 1;
         for (int j = 0; j < i; ++j) {
             bad += p->peers[i] == p->peers[j];
         }
     }
-    bad += p->nqueues < 1 || p->nqueues > OFL_PROG_MAX_QUEUES;
     int total = 0;
     for (int q = 0; q < p->nqueues; ++q) {
         bad += p->qfirst[q] != total || p->qlen[q] < 0;
         total += p->qlen[q];
     }
     bad += total != p->ndesc;
-    for (int k = 0; k < p->ndesc; ++k) {
-        const ofl_desc_t *d = &p->desc[k];
-        bad += d->n_in < 1 || d->n_out < 1;
-        bad += d->first_ref + d->n_in + d->n_out > p->nrefs;
-        bad += d->first_trig + d->n_trig > p->ntrigs || d->first_cp + d->n_cp > p->ncps;
-        for (int t = 0; t < d->n_trig; ++t) {
-            const ofl_trig_t *g = &p->trigs[d->first_trig + t];
-            bad += g->peer >= p->npeers;
-            bad += OFL_CNT_DATA == g->cnt ? 1 != g->rel
-                                          : (OFL_CNT_CREDIT != g->cnt || 1 - p->slots != g->rel);
-        }
-        for (int c = 0; c < d->n_cp; ++c) {
-            bad += p->cps[d->first_cp + c].peer >= p->npeers;
+    if (bad) {
+        return bad;
+    }
+    size_t ns = (size_t) p->npeers * NCH, plen = (size_t) p->period + 1;
+    int *owner = calloc(2 * ns + 1, sizeof(int));      /* [dir][stream]: queue + 1 */
+    int *next_k = calloc(2 * ns + 1, sizeof(int));     /* [dir][stream] */
+    int *prefix = calloc(2 * ns * plen + 1, sizeof(int)); /* [dir][stream][j] */
+    if (NULL == owner || NULL == next_k || NULL == prefix) {
+        free(owner);
+        free(next_k);
+        free(prefix);
+        return 1;
+    }
+    for (int q = 0; q < p->nqueues; ++q) {
+        int last_off = 0;
+        for (int i = 0; i < p->qlen[q]; ++i) {
+            const ofl_desc_t *d = &p->desc[p->qfirst[q] + i];
+            bad += d->n_in < 1 || d->n_out < 1;
+            bad += d->seg_off >= p->period || d->seg_off < last_off;
+            last_off = d->seg_off;
+            bad += d->first_ref + d->n_in + d->n_out > p->nrefs;
+            bad += d->first_trig + d->n_trig > p->ntrigs || d->first_cp + d->n_cp > p->ncps;
+            if (bad) {
+                break;
+            }
+            uint8_t trig_used[2 * OFL_PROG_MAX_PEERS] = { 0 };
+            uint8_t cp_used[2 * OFL_PROG_MAX_PEERS] = { 0 };
+            int mailboxes = 0;
+            for (int k = 0; k < d->n_in + d->n_out; ++k) {
+                ofl_ref_t r = p->refs[d->first_ref + k];
+                int out = k >= d->n_in;
+                bad += r.buf > OFL_BUF_PEER || (out && OFL_BUF_SEND == r.buf);
+                if (OFL_BUF_PEER != r.buf) {
+                    continue;
+                }
+                mailboxes++;
+                if (r.peer >= p->npeers || r.chan >= NCH) {
+                    bad++;
+                    continue;
+                }
+                size_t s = (size_t) out * ns + (size_t) r.peer * NCH + r.chan;
+                bad += 0 != owner[s] && owner[s] != q + 1;
+                owner[s] = q + 1;
+                bad += r.k != next_k[s]++;
+                for (size_t j = (size_t) d->seg_off + 1; j < plen; ++j) {
+                    prefix[s * plen + j]++;
+                }
+                /* Its trigger and its CP bump, each used once. */
+                int want_cnt = out ? OFL_CNT_CREDIT : OFL_CNT_DATA;
+                int want_cp = out ? OFL_CNT_DATA : OFL_CNT_CREDIT;
+                int want_rel = out ? r.k + 1 - p->slots : r.k + 1;
+                int tfound = 0, cfound = 0;
+                for (int t = 0; t < d->n_trig && !tfound; ++t) {
+                    const ofl_trig_t *g = &p->trigs[d->first_trig + t];
+                    if (!trig_used[t] && g->cnt == want_cnt && g->peer == r.peer
+                        && g->chan == r.chan && g->rel == want_rel) {
+                        trig_used[t] = 1;
+                        tfound = 1;
+                    }
+                }
+                for (int c = 0; c < d->n_cp && !cfound; ++c) {
+                    const ofl_cp_t *g = &p->cps[d->first_cp + c];
+                    if (!cp_used[c] && g->cnt == want_cp
+                        && g->peer == r.peer && g->chan == r.chan && g->k == r.k) {
+                        cp_used[c] = 1;
+                        cfound = 1;
+                    }
+                }
+                bad += !tfound || !cfound;
+            }
+            bad += d->n_trig != mailboxes || d->n_cp != mailboxes;
         }
     }
+    for (size_t s = 0; s < 2 * ns && 0 == bad; ++s) {
+        const ofl_stream_use_t *u = s < ns ? &p->use_in[s] : &p->use_out[s - ns];
+        bad += u->per_round != next_k[s] || next_k[s] > 1;
+        for (size_t j = 0; j < plen; ++j) {
+            bad += u->prefix[j] != prefix[s * plen + j];
+        }
+        bad += 0 != u->prefix[0] || u->per_round != u->prefix[plen - 1];
+    }
+    /* Every listed peer carries something. */
+    for (int i = 0; i < p->npeers && 0 == bad; ++i) {
+        int used = 0;
+        for (int c = 0; c < NCH; ++c) {
+            used += p->use_in[i * NCH + c].per_round + p->use_out[i * NCH + c].per_round;
+        }
+        bad += 0 == used;
+    }
+    free(owner);
+    free(next_k);
+    free(prefix);
     return bad;
 }
 
-/* Which edges the trees say a rank reads and writes: in[r] / out[r] flags. */
+/* Which streams the trees say a rank reads and writes, per round: in[r * NCH + c]
+ * / out[r * NCH + c]. Contributions go up on channel 0, results (and broadcast
+ * data) come down on channel 1. */
 static void expected_edges(ofl_coll_t coll, int root, int rank, int size,
                            const ofl_sched_params_t *pp, int *in, int *out)
 {
-    memset(in, 0, sizeof(int) * (size_t) size);
-    memset(out, 0, sizeof(int) * (size_t) size);
+    memset(in, 0, sizeof(int) * (size_t) size * NCH);
+    memset(out, 0, sizeof(int) * (size_t) size * NCH);
     ofl_tree_node_t t;
     if (OFL_COLL_BCAST == coll) {
         ofl_tree_node(pp->bcast_kind, pp->bcast_radix, size, root, rank, &t);
@@ -223,19 +347,19 @@ static void expected_edges(ofl_coll_t coll, int root, int rank, int size,
     int up = OFL_COLL_BCAST != coll;
     int down = OFL_COLL_REDUCE != coll;
     if (t.parent >= 0) {
-        out[t.parent] |= up;
-        in[t.parent] |= down;
+        out[t.parent * NCH + 0] |= up;
+        in[t.parent * NCH + 1] |= down;
     }
     for (int i = 0; i < t.nchildren; ++i) {
-        in[t.children[i]] |= up;
-        out[t.children[i]] |= down;
+        in[t.children[i] * NCH + 0] |= up;
+        out[t.children[i] * NCH + 1] |= down;
     }
 }
 
 static void test_shape(void)
 {
     static ofl_program_t progs[17];
-    int in[17], out[17];
+    int in[17 * NCH], out[17 * NCH];
     for (int ps = 0; ps < NSHAPE; ++ps) {
         const ofl_sched_params_t *pp = &shape_params[ps];
         for (int coll = 0; coll < OFL_COLL_COUNT; ++coll) {
@@ -259,13 +383,17 @@ static void test_shape(void)
                         const ofl_program_t *p = &progs[a];
                         insane += program_sane(p);
                         insane += p->rank != a || p->size != size || p->root != want_root
-                                  || p->coll != (ofl_coll_t) coll || p->slots != pp->slots;
+                                  || p->coll != (ofl_coll_t) coll || p->slots != pp->slots
+                                  || 1 != p->period;
                         expected_edges((ofl_coll_t) coll, root, a, size, pp, in, out);
                         for (int b = 0; b < size; ++b) {
                             /* What a puts to b is exactly what b reads from a. */
-                            mismatch += uses(p, b, 1) != uses(&progs[b], a, 0);
-                            wrong += uses(p, b, 1) != out[b] || uses(p, b, 0) != in[b];
-                            items += uses(p, b, 1);
+                            mismatch += streams_mismatch(p, &progs[b]);
+                            for (int c = 0; c < NCH; ++c) {
+                                wrong += per_round(p, b, c, 1) != out[b * NCH + c]
+                                         || per_round(p, b, c, 0) != in[b * NCH + c];
+                                items += per_round(p, b, c, 1);
+                            }
                         }
                     }
                     /* Not vacuous: a tree has size - 1 edges, allreduce and barrier
@@ -296,9 +424,11 @@ static void test_shape(void)
     if (NULL != f) {
         ofl_program_dump(&p, f);
         fclose(f);
-        CHECK(NULL != strstr(text, "program") && NULL != strstr(text, "allreduce")
-                  && NULL != strstr(text, "mbox[1]") && NULL != strstr(text, "mbox[2]")
-                  && NULL != strstr(text, "DATA") && NULL != strstr(text, "CREDIT"),
+        /* Up on channel 0, down on channel 1, from the root's one combine. */
+        CHECK(NULL != strstr(text, "program allreduce root=0 rank=0/5 slots=1 period=1")
+                  && NULL != strstr(text, "send op mbox[1.0] op mbox[2.0] -> recv, mbox[1.1], "
+                                          "mbox[2.1]")
+                  && NULL != strstr(text, "DATA(1.0)") && NULL != strstr(text, "CREDIT(2.1)"),
               "dump: %s", text);
         free(text);
     }
@@ -347,31 +477,74 @@ static void test_shape(void)
     ofl_program_free(&p);
 }
 
+/* The two programs are the same data (header, peers, queues, descriptors,
+ * references, triggers, CP bumps and use tables). */
+static int programs_equal(const ofl_program_t *a, const ofl_program_t *b)
+{
+    if (a->coll != b->coll || a->root != b->root || a->rank != b->rank || a->size != b->size
+        || a->slots != b->slots || a->period != b->period || a->npeers != b->npeers
+        || a->nqueues != b->nqueues || a->ndesc != b->ndesc || a->nrefs != b->nrefs
+        || a->ntrigs != b->ntrigs || a->ncps != b->ncps) {
+        return 0;
+    }
+    if (0 != memcmp(a->peers, b->peers, sizeof(int) * (size_t) a->npeers)) {
+        return 0;
+    }
+    for (int q = 0; q < a->nqueues; ++q) {
+        if (a->qlen[q] != b->qlen[q] || a->qfirst[q] != b->qfirst[q]) {
+            return 0;
+        }
+    }
+    if ((a->ndesc > 0 && 0 != memcmp(a->desc, b->desc, sizeof(*a->desc) * (size_t) a->ndesc))
+        || (a->nrefs > 0
+            && 0 != memcmp(a->refs, b->refs, sizeof(*a->refs) * (size_t) a->nrefs))
+        || (a->ntrigs > 0
+            && 0 != memcmp(a->trigs, b->trigs, sizeof(*a->trigs) * (size_t) a->ntrigs))
+        || (a->ncps > 0 && 0 != memcmp(a->cps, b->cps, sizeof(*a->cps) * (size_t) a->ncps))) {
+        return 0;
+    }
+    for (int s = 0; s < a->npeers * NCH; ++s) {
+        for (int out = 0; out < 2; ++out) {
+            const ofl_stream_use_t *ua = out ? &a->use_out[s] : &a->use_in[s];
+            const ofl_stream_use_t *ub = out ? &b->use_out[s] : &b->use_in[s];
+            if (ua->per_round != ub->per_round
+                || 0 != memcmp(ua->prefix, ub->prefix,
+                               sizeof(uint16_t) * ((size_t) a->period + 1))) {
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
 /* Problems in rank's exchange program against its definition: queue 0 is one
  * descriptor putting the send buffer to every other rank's mailbox (or nothing
  * when alone), queue 1 one descriptor combining every rank's contribution in rank
- * order (its own from the send buffer) into the receive buffer. */
+ * order (its own from the send buffer) into the receive buffer; one segment per
+ * round, every stream on channel 0. */
 static int exchange_wrong(const ofl_program_t *p)
 {
     int n = p->size, bad = 0;
-    bad += 2 != p->nqueues || (n > 1) != p->qlen[0] || 1 != p->qlen[1];
+    bad += 2 != p->nqueues || (n > 1) != p->qlen[0] || 1 != p->qlen[1] || 1 != p->period;
     bad += n - 1 != p->npeers;
     if (bad) {
         return bad;
     }
     for (int r = 0; r < n; ++r) {
-        bad += r != p->rank && (1 != uses(p, r, 0) || 1 != uses(p, r, 1));
+        bad += r != p->rank
+               && (1 != per_round(p, r, 0, 0) || 1 != per_round(p, r, 0, 1)
+                   || 0 != per_round(p, r, 1, 0) || 0 != per_round(p, r, 1, 1));
     }
     if (n > 1) {
         const ofl_desc_t *d = &p->desc[p->qfirst[0]];
         const ofl_ref_t *refs = &p->refs[d->first_ref];
         bad += 1 != d->n_in || OFL_BUF_SEND != refs[0].buf || n - 1 != d->n_out;
-        bad += n - 1 != d->n_trig || n - 1 != d->n_cp;
+        bad += n - 1 != d->n_trig || n - 1 != d->n_cp || 0 != d->seg_off;
         uint8_t hit[OFL_PROG_MAX_PEERS] = { 0 };
         for (int k = 0; k < d->n_out && 0 == bad; ++k) {
             ofl_ref_t o = refs[d->n_in + k];
             int to = OFL_BUF_PEER == o.buf ? p->peers[o.peer] : -1;
-            bad += to < 0 || to >= n || to == p->rank || hit[to]++;
+            bad += to < 0 || to >= n || to == p->rank || hit[to]++ || 0 != o.chan || 0 != o.k;
             bad += OFL_CNT_CREDIT != p->trigs[d->first_trig + k].cnt
                    || OFL_CNT_DATA != p->cps[d->first_cp + k].cnt;
         }
@@ -379,12 +552,13 @@ static int exchange_wrong(const ofl_program_t *p)
     const ofl_desc_t *c = &p->desc[p->qfirst[1]];
     const ofl_ref_t *refs = &p->refs[c->first_ref];
     bad += n != c->n_in || 1 != c->n_out || OFL_BUF_RECV != refs[c->n_in].buf;
-    bad += n - 1 != c->n_trig || n - 1 != c->n_cp;
+    bad += n - 1 != c->n_trig || n - 1 != c->n_cp || 0 != c->seg_off;
     for (int k = 0; k < c->n_in && 0 == bad; ++k) {
         if (k == p->rank) {
             bad += OFL_BUF_SEND != refs[k].buf;
         } else {
-            bad += OFL_BUF_PEER != refs[k].buf || k != p->peers[refs[k].peer];
+            bad += OFL_BUF_PEER != refs[k].buf || k != p->peers[refs[k].peer]
+                   || 0 != refs[k].chan;
         }
     }
     for (int k = 0; k < c->n_trig && 0 == bad; ++k) {
@@ -395,9 +569,9 @@ static int exchange_wrong(const ofl_program_t *p)
 }
 
 /* Exchange programs for allreduce and barrier: every rank of every size up to 65
- * compiles, both ends of each edge agree, every ordered pair of ranks is an edge
- * used once per segment each way; 66 ranks are refused; bcast and reduce ignore
- * the flag. */
+ * compiles, both ends of each stream agree, every ordered pair of ranks is an edge
+ * used once per segment each way (channel 0); 66 ranks are refused; bcast and
+ * reduce ignore the shape (exchange or split). */
 static void test_shape_exchange(void)
 {
     static ofl_program_t progs[66];
@@ -405,7 +579,7 @@ static void test_shape_exchange(void)
     for (int slots = 1; slots <= 3; slots += 2) {
         ofl_sched_params_t px = shape_params[slots];
         px.slots = slots;
-        px.exchange = 1;
+        px.shape = OFL_SCHED_EXCHANGE;
         for (int ci = 0; ci < 2; ++ci) {
             ofl_coll_t coll = ci ? OFL_COLL_BARRIER : OFL_COLL_ALLREDUCE;
             for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); ++si) {
@@ -428,8 +602,10 @@ static void test_shape_exchange(void)
                               || p->coll != coll || p->slots != slots;
                     wrong += exchange_wrong(p);
                     for (int b = 0; b < size; ++b) {
-                        mismatch += uses(p, b, 1) != uses(&progs[b], a, 0);
-                        items += uses(p, b, 1);
+                        mismatch += streams_mismatch(p, &progs[b]);
+                        for (int c = 0; c < NCH; ++c) {
+                            items += per_round(p, b, c, 1);
+                        }
                     }
                 }
                 CHECK(0 == insane && 0 == wrong && 0 == mismatch && items == size * (size - 1),
@@ -445,45 +621,47 @@ static void test_shape_exchange(void)
             for (int r = 0; r < 66; ++r) {
                 ofl_program_t *p = &progs[r];
                 refused += -1 == ofl_sched_compile(coll, 0, r, 66, &px, p) && NULL == p->desc
-                           && 0 == p->ndesc && 0 == p->npeers;
+                           && 0 == p->ndesc && 0 == p->npeers && NULL == p->use_in
+                           && NULL == p->use_out;
             }
             CHECK(66 == refused, "exchange %s: size 66 refused at %d of 66 ranks",
                   ofl_coll_name(coll), refused);
-            /* Without the flag, 66 ranks are fine (a tree). */
-            px.exchange = 0;
+            /* As a tree, 66 ranks are fine. */
+            px.shape = OFL_SCHED_TREE;
             CHECK(0 == ofl_sched_compile(coll, 0, 65, 66, &px, &progs[0]), "tree at 66");
             ofl_program_free(&progs[0]);
-            px.exchange = 1;
+            px.shape = OFL_SCHED_EXCHANGE;
         }
-        /* Bcast and reduce have no exchange form: same program as without it. */
+        /* Bcast and reduce have no exchange or split form: same program as the
+         * tree's. */
         for (int ci = 0; ci < 2; ++ci) {
             ofl_coll_t coll = ci ? OFL_COLL_BCAST : OFL_COLL_REDUCE;
             ofl_sched_params_t pt = px;
-            pt.exchange = 0;
+            pt.shape = OFL_SCHED_TREE;
             int same = 0, tried = 0;
-            for (int size = 1; size <= 9; size += 4) {
-                for (int r = 0; r < size; ++r) {
-                    ofl_program_t a, b;
-                    int rc = ofl_sched_compile(coll, size - 1, r, size, &px, &a);
-                    rc |= ofl_sched_compile(coll, size - 1, r, size, &pt, &b);
-                    tried++;
-                    same += 0 == rc && a.npeers == b.npeers && a.ndesc == b.ndesc
-                            && a.nqueues == b.nqueues && a.nrefs == b.nrefs
-                            && 0 == memcmp(a.peers, b.peers, sizeof(int) * (size_t) a.npeers)
-                            && (0 == a.nrefs
-                                || 0 == memcmp(a.refs, b.refs, sizeof(*a.refs) * (size_t) a.nrefs));
-                    ofl_program_free(&a);
-                    ofl_program_free(&b);
+            for (int shape = OFL_SCHED_EXCHANGE; shape <= OFL_SCHED_SPLIT; ++shape) {
+                ofl_sched_params_t ps = px;
+                ps.shape = (ofl_sched_shape_t) shape;
+                for (int size = 1; size <= 9; size += 4) {
+                    for (int r = 0; r < size; ++r) {
+                        ofl_program_t a, b;
+                        int rc = ofl_sched_compile(coll, size - 1, r, size, &ps, &a);
+                        rc |= ofl_sched_compile(coll, size - 1, r, size, &pt, &b);
+                        tried++;
+                        same += 0 == rc && programs_equal(&a, &b);
+                        ofl_program_free(&a);
+                        ofl_program_free(&b);
+                    }
                 }
             }
-            CHECK(same == tried, "%s with exchange flag: %d of %d programs as the tree's",
+            CHECK(same == tried, "%s with exchange/split shape: %d of %d programs as the tree's",
                   ofl_coll_name(coll), same, tried);
         }
     }
 
     /* The dump shows the put to every peer and the rank-order combine. */
     ofl_sched_params_t px = shape_params[0];
-    px.exchange = 1;
+    px.shape = OFL_SCHED_EXCHANGE;
     ofl_program_t p;
     CHECK(0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, 2, 4, &px, &p), "compile for dump");
     char *text = NULL;
@@ -493,9 +671,196 @@ static void test_shape_exchange(void)
     if (NULL != f) {
         ofl_program_dump(&p, f);
         fclose(f);
-        CHECK(NULL != strstr(text, "send -> mbox[0], mbox[1], mbox[3]")
-                  && NULL != strstr(text, "mbox[0] op mbox[1] op send op mbox[3] -> recv"),
+        CHECK(NULL != strstr(text, "send -> mbox[0.0], mbox[1.0], mbox[3.0]")
+                  && NULL != strstr(text, "mbox[0.0] op mbox[1.0] op send op mbox[3.0] -> recv"),
               "exchange dump: %s", text);
+        free(text);
+    }
+    ofl_program_free(&p);
+}
+
+/* Problems in rank's split program against its definition (sched.h): segment s
+ * of every round of `size` segments belongs to rank s. Queue 0 puts the rank's
+ * contribution of every segment it does not own to the owner on channel 0, in
+ * segment order; queue 1 is one descriptor that combines the own segment's
+ * contributions in rank order (its own from the send buffer) into the receive
+ * buffer and puts the result to every other rank on channel 1; queue 2 reads the
+ * other owners' results into the receive buffer, in segment order. Each stream
+ * carries one item per round, in the segment of its owner: prefix[j] is 1 exactly
+ * when that segment is below j. */
+static int split_wrong(const ofl_program_t *p)
+{
+    int n = p->size, me = p->rank, bad = 0;
+    bad += n != p->period || 3 != p->nqueues || n - 1 != p->npeers;
+    bad += n - 1 != p->qlen[0] || 1 != p->qlen[1] || n - 1 != p->qlen[2];
+    if (bad) {
+        return bad;
+    }
+    for (int r = 0; r < n; ++r) {
+        if (r == me) {
+            continue;
+        }
+        const ofl_stream_use_t *part_out = stream_use(p, r, 0, 1);  /* mine of r's segment */
+        const ofl_stream_use_t *part_in = stream_use(p, r, 0, 0);   /* r's of mine */
+        const ofl_stream_use_t *res_out = stream_use(p, r, 1, 1);   /* my result to r */
+        const ofl_stream_use_t *res_in = stream_use(p, r, 1, 0);    /* r's result */
+        if (NULL == part_out) {
+            return 1;
+        }
+        for (int j = 0; j <= n; ++j) {
+            bad += part_out->prefix[j] != (j > r) || part_in->prefix[j] != (j > me);
+            bad += res_out->prefix[j] != (j > me) || res_in->prefix[j] != (j > r);
+        }
+    }
+    for (int i = 0; i < n - 1 && 0 == bad; ++i) {
+        int s = i < me ? i : i + 1;
+        for (int q = 0; q < 3; q += 2) {
+            const ofl_desc_t *d = &p->desc[p->qfirst[q] + i];
+            const ofl_ref_t *refs = &p->refs[d->first_ref];
+            bad += d->seg_off != s || 1 != d->n_in || 1 != d->n_out;
+            ofl_ref_t mbox = 0 == q ? refs[1] : refs[0];
+            bad += OFL_BUF_PEER != mbox.buf || s != p->peers[mbox.peer] || q / 2 != mbox.chan;
+            bad += (0 == q ? OFL_BUF_SEND : OFL_BUF_RECV) != (0 == q ? refs[0] : refs[1]).buf;
+        }
+    }
+    const ofl_desc_t *c = &p->desc[p->qfirst[1]];
+    const ofl_ref_t *refs = &p->refs[c->first_ref];
+    bad += c->seg_off != me || n != c->n_in || n != c->n_out || 2 * (n - 1) != c->n_trig;
+    if (bad) {
+        return bad;
+    }
+    for (int k = 0; k < n; ++k) {
+        if (k == me) {
+            bad += OFL_BUF_SEND != refs[k].buf;
+        } else {
+            bad += OFL_BUF_PEER != refs[k].buf || k != p->peers[refs[k].peer]
+                   || 0 != refs[k].chan;
+        }
+    }
+    bad += OFL_BUF_RECV != refs[n].buf;
+    uint8_t hit[OFL_PROG_MAX_PEERS] = { 0 };
+    for (int k = 1; k < n; ++k) {
+        ofl_ref_t o = refs[n + k];
+        int to = OFL_BUF_PEER == o.buf ? p->peers[o.peer] : -1;
+        bad += to < 0 || to == me || hit[to]++ || 1 != o.chan;
+    }
+    return bad;
+}
+
+/* Split allreduce programs at every size up to 17 and 64, 65 (the most one
+ * combine takes), slots 1, 2 and 4: each matches its definition, both ends of
+ * every stream agree per round and per partial round, every segment of a round is
+ * combined by exactly one rank, each ordered pair carries one item per round on
+ * each channel; one rank compiles (a copy); 66 ranks are refused everywhere; the
+ * split barrier is the exchange barrier. */
+static void test_shape_split(void)
+{
+    static ofl_program_t progs[66];
+    static const int sizes[] = { 1,  2,  3,  4,  5,  6,  7,  8,  9, 10,
+                                 11, 12, 13, 14, 15, 16, 17, 64, 65 };
+    for (int slots = 1; slots <= 4; slots *= 2) {
+        ofl_sched_params_t px = shape_params[slots];
+        px.slots = slots;
+        px.shape = OFL_SCHED_SPLIT;
+        for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); ++si) {
+            int size = sizes[si], ok = 1;
+            for (int r = 0; r < size; ++r) {
+                int rc = ofl_sched_compile(OFL_COLL_ALLREDUCE, r % 3, r, size, &px, &progs[r]);
+                CHECK(0 == rc, "split rank %d/%d slots %d", r, size, slots);
+                ok &= 0 == rc;
+            }
+            if (!ok) {
+                continue;
+            }
+            int insane = 0, wrong = 0, mismatch = 0, items = 0;
+            int combined[66] = { 0 };
+            for (int a = 0; a < size; ++a) {
+                const ofl_program_t *p = &progs[a];
+                insane += program_sane(p);
+                insane += p->rank != a || p->size != size || 0 != p->root
+                          || OFL_COLL_ALLREDUCE != p->coll || p->slots != slots;
+                int w = split_wrong(p);
+                wrong += w;
+                if (0 == w) {
+                    combined[p->desc[p->qfirst[1]].seg_off]++;
+                }
+                for (int b = 0; b < size; ++b) {
+                    mismatch += streams_mismatch(p, &progs[b]);
+                    for (int c = 0; c < NCH; ++c) {
+                        items += per_round(p, b, c, 1);
+                    }
+                }
+            }
+            int once = 0;
+            for (int s = 0; s < size; ++s) {
+                once += 1 == combined[s];
+            }
+            CHECK(0 == insane && 0 == wrong && 0 == mismatch && items == 2 * size * (size - 1)
+                      && once == size,
+                  "split size %d slots %d: insane %d wrong %d mismatch %d items %d "
+                  "segments combined once %d", size, slots, insane, wrong, mismatch, items, once);
+            for (int r = 0; r < size; ++r) {
+                ofl_program_free(&progs[r]);
+            }
+        }
+        int refused = 0;
+        for (int r = 0; r < 66; ++r) {
+            ofl_program_t *p = &progs[r];
+            refused += -1 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, r, 66, &px, p)
+                       && NULL == p->desc && 0 == p->ndesc && 0 == p->npeers
+                       && NULL == p->use_in && NULL == p->use_out;
+        }
+        CHECK(66 == refused, "split: size 66 refused at %d of 66 ranks", refused);
+
+        /* One rank: a program of one copy, send to receive buffer, in queue 1. */
+        ofl_program_t p;
+        int rc = ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, 0, 1, &px, &p);
+        CHECK(0 == rc && 1 == p.period && 0 == p.npeers && 1 == p.ndesc && 0 == p.qlen[0]
+                  && 1 == p.qlen[1] && 0 == p.qlen[2] && 1 == p.desc[0].n_in
+                  && 1 == p.desc[0].n_out && OFL_BUF_SEND == p.refs[0].buf
+                  && OFL_BUF_RECV == p.refs[1].buf && 0 == p.ntrigs && 0 == p.ncps,
+              "split at one rank: rc %d", rc);
+        ofl_program_free(&p);
+
+        /* Barrier has no split form: the exchange barrier. */
+        ofl_sched_params_t pe = px;
+        pe.shape = OFL_SCHED_EXCHANGE;
+        int same = 0, tried = 0;
+        for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si += 3) {
+            int size = sizes[si];
+            for (int r = 0; r < size; ++r) {
+                ofl_program_t a, b;
+                rc = ofl_sched_compile(OFL_COLL_BARRIER, 0, r, size, &px, &a);
+                rc |= ofl_sched_compile(OFL_COLL_BARRIER, 0, r, size, &pe, &b);
+                tried++;
+                same += 0 == rc && programs_equal(&a, &b) && 0 == exchange_wrong(&a);
+                ofl_program_free(&a);
+                ofl_program_free(&b);
+            }
+        }
+        CHECK(same == tried, "split barrier: %d of %d programs as the exchange's", same, tried);
+    }
+
+    /* The dump: puts in segment order, the owner's rank-order combine feeding
+     * everybody on channel 1, the reads of the other owners' results. */
+    ofl_sched_params_t px = shape_params[0];
+    px.shape = OFL_SCHED_SPLIT;
+    ofl_program_t p;
+    CHECK(0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, 2, 4, &px, &p), "compile for dump");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    CHECK(NULL != f, "open_memstream");
+    if (NULL != f) {
+        ofl_program_dump(&p, f);
+        fclose(f);
+        CHECK(NULL != strstr(text, "program allreduce root=0 rank=2/4 slots=1 period=4")
+                  && NULL != strstr(text, "q0 d0 seg+0: send -> mbox[0.0]")
+                  && NULL != strstr(text, "q0 d2 seg+3: send -> mbox[3.0]")
+                  && NULL != strstr(text, "q1 d0 seg+2: mbox[0.0] op mbox[1.0] op send op "
+                                          "mbox[3.0] -> recv, mbox[0.1], mbox[1.1], mbox[3.1]")
+                  && NULL != strstr(text, "q2 d1 seg+1: mbox[1.1] -> recv"),
+              "split dump: %s", text);
         free(text);
     }
     ofl_program_free(&p);
@@ -516,10 +881,11 @@ typedef enum {
 typedef struct {
     kind_t kind;
     int root;
-    int pset;          /* which of the world's parameter sets (2: exchange) */
+    int pset;          /* which of the world's parameter sets (2: exchange, 3: split) */
     int inplace;       /* send == recv (reduce: at the root only) */
     size_t count;
     uint32_t tag;      /* varies the inputs from call to call */
+    size_t seg;        /* the call's segment size (ofl_call_t.seg_bytes), 0: the slot's */
 } spec_t;
 
 typedef struct {
@@ -532,7 +898,19 @@ typedef struct {
     ofl_program_t prog[NPSETS][OFL_COLL_COUNT][SIM_MAX][SIM_MAX]; /* [root][rank] */
     uint8_t compiled[NPSETS][OFL_COLL_COUNT][SIM_MAX][SIM_MAX];
     int preempt;       /* sim_run steps this world in preempt mode */
+    uint32_t from[SIM_MAX][OFL_PROG_MAX_QUEUES];   /* executions the rule check saw */
 } world_t;
+
+/* Over the whole run: what the simulations saw of the engine's queue rule and of
+ * the segmentation (non-vacuity of the split tests). */
+static struct {
+    long rule_broken;  /* executions of a segment an earlier queue had not finished */
+    long rule_held;    /* times a triggered descriptor had to wait for the rule */
+    long bad_nseg;     /* posts whose segment count is not the one computed here */
+    long split_calls;  /* posts of split programs */
+    long split_partial; /* ... whose last round is partial */
+    long split_small;  /* ... with fewer segments than ranks */
+} stats;
 
 typedef struct {
     spec_t s;
@@ -558,8 +936,12 @@ static world_t *world_open(int n, int slots, size_t segsize, const ofl_sched_par
     w->params[0] = *p0;
     w->params[1] = *p1;
     w->params[2] = *p0;
-    w->params[2].exchange = 1;
-    w->params[0].slots = w->params[1].slots = w->params[2].slots = slots;
+    w->params[2].shape = OFL_SCHED_EXCHANGE;
+    w->params[3] = *p0;
+    w->params[3].shape = OFL_SCHED_SPLIT;
+    for (int ps = 0; ps < NPSETS; ++ps) {
+        w->params[ps].slots = slots;
+    }
     shm_name(w->name, sizeof(w->name));
     int rc = ofl_softnic_create(&w->nic[0], w->name, n, 0, slots, segsize);
     CHECK(0 == rc, "create %s: %d", w->name, rc);
@@ -726,8 +1108,9 @@ static void call_init(world_t *w, call_t *c, const spec_t *s)
             }
             memcpy(c->expect + 8 * i, &m, 8);
         } else if (K_SUM_F32 == s->kind) {
-            float v = w->params[s->pset].exchange ? rank_sum_f32(n, s->tag, i)
-                                                  : tree_sum_f32(w, s->pset, 0, s->tag, i);
+            float v = OFL_SCHED_TREE != w->params[s->pset].shape
+                          ? rank_sum_f32(n, s->tag, i)
+                          : tree_sum_f32(w, s->pset, 0, s->tag, i);
             memcpy(c->expect + 4 * i, &v, 4);
         } else if (K_BCAST == s->kind) {
             c->expect[i] = pattern(s->root, s->tag, i);
@@ -757,9 +1140,23 @@ static void call_post(world_t *w, call_t *c, int rank)
         .fn = c->fn,
         .elem = c->elem,
         .count = c->s.count,
+        .seg_bytes = c->s.seg,
     };
     const ofl_program_t *p = world_prog(w, c->s.pset, c->coll, c->s.root, rank);
-    ofl_engine_post(&w->inst[rank], p, &w->nic[rank].base, &w->edges[rank], &oc);
+    ofl_inst_t *inst = &w->inst[rank];
+    ofl_engine_post(inst, p, &w->nic[rank].base, &w->edges[rank], &oc);
+    memset(w->from[rank], 0, sizeof(w->from[rank]));
+    /* Segments as engine.h defines them: of seg_bytes when below the slot size. */
+    size_t slot = w->nic[rank].base.slot_bytes;
+    size_t seg = c->s.seg && c->s.seg < slot ? c->s.seg : slot;
+    size_t per = seg / c->elem ? seg / c->elem : 1;
+    size_t nseg = c->s.count ? (c->s.count + per - 1) / per : 1;
+    stats.bad_nseg += nseg != inst->nseg || inst->rounds != (nseg + p->period - 1) / p->period;
+    if (p->period > 1) {
+        stats.split_calls++;
+        stats.split_partial += 0 != nseg % (size_t) p->period;
+        stats.split_small += nseg < (size_t) p->period;
+    }
 }
 
 /* Mismatches of rank's buffers against the reference; the first is described in
@@ -806,44 +1203,47 @@ static const char *spec_str(const spec_t *s, char *buf, size_t len)
 {
     static const char *names[K_NKINDS] = { "sum_i32", "max_f64", "sum_f32",
                                            "bcast",   "reduce",  "barrier" };
-    snprintf(buf, len, "%s root %d count %zu%s pset %d tag %u", names[s->kind], s->root,
-             s->count, s->inplace ? " in-place" : "", s->pset, s->tag);
+    snprintf(buf, len, "%s root %d count %zu%s pset %d tag %u seg %zu", names[s->kind],
+             s->root, s->count, s->inplace ? " in-place" : "", s->pset, s->tag, s->seg);
     return buf;
 }
 
 /* After every call completed nothing is in flight, so each counter must equal the
- * number of items the edge sequences say crossed: a descriptor that fired twice
+ * number of items the stream sequences say crossed: a descriptor that fired twice
  * (or never) shows up here. The trigger test must agree with the count at its
- * edge: reached at the count, not one beyond (the DATA count is the stamp in the
- * slot of the last item, CREDIT may be answered from the reader's cache). */
+ * stream: reached at the count, not one beyond (the DATA count is the stamp in the
+ * slot of the last item, CREDIT may be answered from the reader's cache). Every
+ * stream (ordered pair, channel) on its own. */
 static void check_quiescent(world_t *w, const char *what)
 {
     int bad = 0, used = 0;
     for (int a = 0; a < w->n; ++a) {
         for (int b = 0; b < w->n; ++b) {
-            ofl_nic_t *nb = &w->nic[b].base;
-            ofl_nic_t *na = &w->nic[a].base;
-            uint64_t data = nb->ops->counter(nb, OFL_CNT_DATA, a);
-            uint64_t credit = na->ops->counter(na, OFL_CNT_CREDIT, b);
-            used += data > 0;
-            if (data != w->edges[a].out[b] || data != w->edges[b].in[a]
-                || credit != w->edges[b].in[a]
-                || !nb->ops->reached(nb, OFL_CNT_DATA, a, data)
-                || nb->ops->reached(nb, OFL_CNT_DATA, a, data + 1)
-                || !na->ops->reached(na, OFL_CNT_CREDIT, b, credit)
-                || na->ops->reached(na, OFL_CNT_CREDIT, b, credit + 1)) {
-                if (0 == bad++) {
-                    fprintf(stderr, "%s: edge %d->%d: DATA %llu CREDIT %llu out %llu in %llu\n",
-                            what, a, b, (unsigned long long) data,
-                            (unsigned long long) credit,
-                            (unsigned long long) w->edges[a].out[b],
-                            (unsigned long long) w->edges[b].in[a]);
+            for (int c = 0; c < NCH; ++c) {
+                ofl_nic_t *nb = &w->nic[b].base;
+                ofl_nic_t *na = &w->nic[a].base;
+                uint64_t data = nb->ops->counter(nb, OFL_CNT_DATA, a, c);
+                uint64_t credit = na->ops->counter(na, OFL_CNT_CREDIT, b, c);
+                uint64_t out = w->edges[a].out[b * NCH + c], in = w->edges[b].in[a * NCH + c];
+                used += data > 0;
+                if (data != out || data != in || credit != in
+                    || !nb->ops->reached(nb, OFL_CNT_DATA, a, c, data)
+                    || nb->ops->reached(nb, OFL_CNT_DATA, a, c, data + 1)
+                    || !na->ops->reached(na, OFL_CNT_CREDIT, b, c, credit)
+                    || na->ops->reached(na, OFL_CNT_CREDIT, b, c, credit + 1)) {
+                    if (0 == bad++) {
+                        fprintf(stderr,
+                                "%s: stream %d->%d.%d: DATA %llu CREDIT %llu out %llu in %llu\n",
+                                what, a, b, c, (unsigned long long) data,
+                                (unsigned long long) credit, (unsigned long long) out,
+                                (unsigned long long) in);
+                    }
                 }
             }
         }
     }
-    CHECK(0 == bad, "%s: %d edges with counters off their sequences", what, bad);
-    CHECK(1 == w->n || used > 0, "%s: no edge carried anything", what);
+    CHECK(0 == bad, "%s: %d streams with counters off their sequences", what, bad);
+    CHECK(1 == w->n || used > 0, "%s: no stream carried anything", what);
 }
 
 enum { ORD_FORWARD, ORD_REVERSE, ORD_RANDOM, ORD_SUBSET, ORD_COUNT };
@@ -874,6 +1274,76 @@ static void make_order(int n, int order, int *perm, int *len)
     }
 }
 
+/* Engine rule: a queue never works on a segment an earlier queue has not
+ * finished. Checks every descriptor execution of inst since from[q] (and moves
+ * from[] on): for every earlier queue with a descriptor of the same segment, that
+ * execution must be done. The cursors must stay in range. Returns violations. */
+static long queue_rule_violations(const ofl_inst_t *inst, uint32_t *from)
+{
+    const ofl_program_t *p = inst->prog;
+    long bad = 0;
+    for (int q = 0; q < p->nqueues; ++q) {
+        uint32_t qlen = (uint32_t) p->qlen[q], cur = inst->cursor[q];
+        bad += cur > qlen * inst->rounds || cur < from[q];
+        for (uint32_t pos = from[q]; q > 0 && pos < cur; ++pos) {
+            uint32_t round = pos / qlen;
+            int off = p->desc[p->qfirst[q] + (int) (pos % qlen)].seg_off;
+            if (round * (uint32_t) p->period + (uint32_t) off >= inst->nseg) {
+                continue;
+            }
+            for (int e = 0; e < q; ++e) {
+                for (int i = 0; i < p->qlen[e]; ++i) {
+                    if (p->desc[p->qfirst[e] + i].seg_off == off) {
+                        bad += round * (uint32_t) p->qlen[e] + (uint32_t) i >= inst->cursor[e];
+                    }
+                }
+            }
+        }
+        from[q] = cur;
+    }
+    return bad;
+}
+
+/* How many queues of inst could fire their next descriptor by its triggers (the
+ * thresholds re-derived here from program.h) but may not by the queue rule. */
+static int held_by_rule(const ofl_inst_t *inst)
+{
+    const ofl_program_t *p = inst->prog;
+    ofl_nic_t *nic = inst->nic;
+    int held = 0;
+    for (int q = 1; q < p->nqueues; ++q) {
+        uint32_t qlen = (uint32_t) p->qlen[q], cur = inst->cursor[q];
+        if (0 == qlen || cur >= qlen * inst->rounds) {
+            continue;
+        }
+        uint32_t round = cur / qlen;
+        const ofl_desc_t *d = &p->desc[p->qfirst[q] + (int) (cur % qlen)];
+        if (round * (uint32_t) p->period + d->seg_off >= inst->nseg) {
+            continue;
+        }
+        int met = 1;
+        for (int k = 0; k < d->n_trig && met; ++k) {
+            const ofl_trig_t *t = &p->trigs[d->first_trig + k];
+            int out = OFL_CNT_CREDIT == t->cnt;
+            const ofl_stream_use_t *u = &(out ? p->use_out : p->use_in)[t->peer * NCH + t->chan];
+            uint64_t base = out ? inst->base_out[t->peer][t->chan]
+                                : inst->base_in[t->peer][t->chan];
+            int64_t need = (int64_t) (base + (uint64_t) round * u->per_round) + t->rel;
+            met = need <= 0
+                  || (int64_t) nic->ops->counter(nic, t->cnt, p->peers[t->peer], t->chan) >= need;
+        }
+        int waits = 0;
+        for (int e = 0; e < q && met; ++e) {
+            for (int i = 0; i < p->qlen[e]; ++i) {
+                waits |= p->desc[p->qfirst[e] + i].seg_off == d->seg_off
+                         && round * (uint32_t) p->qlen[e] + (uint32_t) i >= inst->cursor[e];
+            }
+        }
+        held += met && waits;
+    }
+    return held;
+}
+
 /* Preempt mode: every trigger test first reads the counter, then, now and then,
  * lets another rank progress before the reader acts on what it read, as a thread
  * that loses the CPU between two counter reads would. A program whose correctness
@@ -887,14 +1357,15 @@ static struct {
     ofl_nic_ops_t ops;          /* the softnic's with reached() wrapped */
 } pre;
 
-static int preempt_reached(ofl_nic_t *nic, int cnt, int peer, uint64_t threshold)
+static int preempt_reached(ofl_nic_t *nic, int cnt, int peer, int chan, uint64_t threshold)
 {
-    int rv = pre.soft->reached(nic, cnt, peer, threshold);
+    int rv = pre.soft->reached(nic, cnt, peer, chan, threshold);
     if (NULL != pre.w && 0 == pre.hold && 0 == rng() % 3) {
         int other = (int) (rng() % (uint64_t) pre.w->n);
         if (other != nic->rank) {
             pre.hold++;
             ofl_engine_progress(&pre.w->inst[other]);
+            stats.rule_broken += queue_rule_violations(&pre.w->inst[other], pre.w->from[other]);
             pre.hold--;
             pre.fired++;
         }
@@ -940,6 +1411,7 @@ static int sim_run(world_t *w, call_t *calls, int ncalls, int order, unsigned pr
         }
     }
     pre.w = w->preempt ? w : NULL;
+    long rule_broken = stats.rule_broken;
     int stalled = 0, remaining = n * ncalls;
     long bad_result = 0, bad_blocker = 0, bad_done = 0;
     char msg[320] = "", desc[160], sdesc[80];
@@ -955,6 +1427,8 @@ static int sim_run(world_t *w, call_t *calls, int ncalls, int order, unsigned pr
             uint64_t before = cursor_sum(inst);
             int done = ofl_engine_progress(inst);
             moved |= cursor_sum(inst) != before;
+            stats.rule_broken += queue_rule_violations(inst, w->from[r]);
+            stats.rule_held += held_by_rule(inst);
             int peer, cnt;
             uint64_t have;
             int64_t need;
@@ -966,6 +1440,7 @@ static int sim_run(world_t *w, call_t *calls, int ncalls, int order, unsigned pr
                 done = ofl_engine_progress(inst);
                 pre.hold--;
                 moved |= cursor_sum(inst) != before;
+                stats.rule_broken += queue_rule_violations(inst, w->from[r]);
                 blocked = ofl_engine_blocker(inst, &peer, &cnt, &have, &need);
                 if (!done && !blocked) {
                     bad_blocker++;
@@ -973,10 +1448,19 @@ static int sim_run(world_t *w, call_t *calls, int ncalls, int order, unsigned pr
                 }
             }
             if (!done) {
-                /* Something must hold an incomplete call, and it must be a peer of
-                 * the program whose counter really is short. */
-                if (!blocked || peer_slot(inst->prog, peer) < 0 || (int64_t) have >= need
-                    || (OFL_CNT_DATA != cnt && OFL_CNT_CREDIT != cnt)) {
+                /* Something must hold an incomplete call: a stream the program reads
+                 * (DATA) or writes (CREDIT) whose counter really is short, and the
+                 * value reported is that counter's. */
+                int slot = blocked ? peer_slot(inst->prog, peer) : -1;
+                int bcnt = cnt / NCH, bch = cnt % NCH;
+                const ofl_stream_use_t *u = NULL;
+                if (slot >= 0 && cnt >= 0 && cnt < 2 * NCH) {
+                    u = (OFL_CNT_DATA == bcnt ? inst->prog->use_in : inst->prog->use_out)
+                        + slot * NCH + bch;
+                }
+                ofl_nic_t *nic = &w->nic[r].base;
+                if (NULL == u || 0 == u->per_round || (int64_t) have >= need
+                    || have != nic->ops->counter(nic, bcnt, peer, bch)) {
                     bad_blocker++;
                 }
                 continue;
@@ -1008,9 +1492,9 @@ static int sim_run(world_t *w, call_t *calls, int ncalls, int order, unsigned pr
                 int64_t need = 0;
                 if (cur[r] < ncalls && ofl_engine_blocker(&w->inst[r], &peer, &cnt, &have,
                                                           &need)) {
-                    fprintf(stderr, "  rank %d call %d: waits for %s(%d) %llu < %lld\n", r,
-                            cur[r], cnt ? "CREDIT" : "DATA", peer, (unsigned long long) have,
-                            (long long) need);
+                    fprintf(stderr, "  rank %d call %d: waits for %s(%d.%d) %llu < %lld\n", r,
+                            cur[r], cnt / NCH ? "CREDIT" : "DATA", peer, cnt % NCH,
+                            (unsigned long long) have, (long long) need);
                 }
             }
             CHECK(0, "%s (%s): deadlock with %d rank-calls left", what, order_name[order],
@@ -1026,6 +1510,9 @@ static int sim_run(world_t *w, call_t *calls, int ncalls, int order, unsigned pr
           order_name[order], bad_blocker);
     CHECK(0 == bad_done, "%s (%s): completion not sticky %ld times", what, order_name[order],
           bad_done);
+    CHECK(stats.rule_broken == rule_broken, "%s (%s): a queue worked on a segment an earlier "
+          "queue had not finished, %ld times", what, order_name[order],
+          stats.rule_broken - rule_broken);
     /* Nothing may change a buffer after its call completed, even while the peers
      * ran on into later calls. */
     long late = 0;
@@ -1083,23 +1570,27 @@ static void test_sim_matrix(void)
                 for (int ip = 0; ip < 2; ++ip) {
                     for (size_t c = 0; c < 4; ++c) {
                         specs[k++] = (spec_t) { K_SUM_I32, 0, (ip + order) & 1, ip, sums[c],
-                                                next_tag++ };
+                                                next_tag++, 0 };
                     }
                 }
-                specs[k++] = (spec_t) { K_MAX_F64, 0, 0, 0, 7, next_tag++ };
-                specs[k++] = (spec_t) { K_MAX_F64, 0, 1, 1, 300, next_tag++ };
-                specs[k++] = (spec_t) { K_SUM_F32, 0, order & 1, 0, 100, next_tag++ };
-                specs[k++] = (spec_t) { K_BARRIER, 0, 0, 0, 0, next_tag++ };
-                specs[k++] = (spec_t) { K_SUM_I32, 0, 2, order & 1, 1000, next_tag++ };
-                specs[k++] = (spec_t) { K_SUM_F32, 0, 2, 1, 100, next_tag++ };
-                specs[k++] = (spec_t) { K_BARRIER, 0, 2, 0, 0, next_tag++ };
+                specs[k++] = (spec_t) { K_MAX_F64, 0, 0, 0, 7, next_tag++, 0 };
+                specs[k++] = (spec_t) { K_MAX_F64, 0, 1, 1, 300, next_tag++, 0 };
+                specs[k++] = (spec_t) { K_SUM_F32, 0, order & 1, 0, 100, next_tag++, 0 };
+                specs[k++] = (spec_t) { K_BARRIER, 0, 0, 0, 0, next_tag++, 0 };
+                specs[k++] = (spec_t) { K_SUM_I32, 0, 2, order & 1, 1000, next_tag++, 0 };
+                specs[k++] = (spec_t) { K_SUM_F32, 0, 2, 1, 100, next_tag++, 0 };
+                specs[k++] = (spec_t) { K_BARRIER, 0, 2, 0, 0, next_tag++, 0 };
+                specs[k++] = (spec_t) { K_SUM_I32, 0, 3, order & 1, 1000, next_tag++, 0 };
+                specs[k++] = (spec_t) { K_MAX_F64, 0, 3, order >> 1, 7, next_tag++, 0 };
+                specs[k++] = (spec_t) { K_SUM_F32, 0, 3, 1, 100, next_tag++, 0 };
+                specs[k++] = (spec_t) { K_BARRIER, 0, 3, 0, 0, next_tag++, 0 };
                 for (int root = 0; root < n; ++root) {
-                    specs[k++] = (spec_t) { K_BCAST, root, 0, 0, 0, next_tag++ };
-                    specs[k++] = (spec_t) { K_BCAST, root, 1, 0, 1, next_tag++ };
-                    specs[k++] = (spec_t) { K_BCAST, root, root & 1, 0, 777, next_tag++ };
-                    specs[k++] = (spec_t) { K_REDUCE_I32, root, 0, 0, 7, next_tag++ };
-                    specs[k++] = (spec_t) { K_REDUCE_I32, root, 1, 1, 500, next_tag++ };
-                    specs[k++] = (spec_t) { K_REDUCE_I32, root, root & 1, 0, 1, next_tag++ };
+                    specs[k++] = (spec_t) { K_BCAST, root, 0, 0, 0, next_tag++, 0 };
+                    specs[k++] = (spec_t) { K_BCAST, root, 1, 0, 1, next_tag++, 0 };
+                    specs[k++] = (spec_t) { K_BCAST, root, root & 1, 0, 777, next_tag++, 0 };
+                    specs[k++] = (spec_t) { K_REDUCE_I32, root, 0, 0, 7, next_tag++, 0 };
+                    specs[k++] = (spec_t) { K_REDUCE_I32, root, 1, 1, 500, next_tag++, 0 };
+                    specs[k++] = (spec_t) { K_REDUCE_I32, root, root & 1, 0, 1, next_tag++, 0 };
                 }
                 char what[96];
                 snprintf(what, sizeof(what), "matrix n %d slots %d seg %zu", n, geo[gi].slots,
@@ -1111,8 +1602,9 @@ static void test_sim_matrix(void)
     }
 }
 
-/* 50 back-to-back calls of random kinds, roots, sizes and trees on the same edges:
- * the thresholds of each call must start where the previous call's ended. */
+/* 50 back-to-back calls of random kinds, roots, sizes and programs (two trees,
+ * exchange, split) on the same streams: the thresholds of each call must start
+ * where the previous call's ended. */
 static void test_sim_mixed(void)
 {
     static const ofl_sched_params_t pa = { OFL_TREE_KNOMIAL, 2, OFL_TREE_KARY, 2, 1, 0 };
@@ -1168,12 +1660,12 @@ static int exchange_specs(spec_t *specs)
     int k = 0;
     for (int ip = 0; ip < 2; ++ip) {
         for (int c = 0; c < 4; ++c) {
-            specs[k++] = (spec_t) { K_SUM_I32, 0, 2, ip, counts[c], next_tag++ };
-            specs[k++] = (spec_t) { K_MAX_F64, 0, 2, ip, counts[c] % 500, next_tag++ };
-            specs[k++] = (spec_t) { K_SUM_F32, 0, 2, ip, counts[c] % 700, next_tag++ };
+            specs[k++] = (spec_t) { K_SUM_I32, 0, 2, ip, counts[c], next_tag++, 0 };
+            specs[k++] = (spec_t) { K_MAX_F64, 0, 2, ip, counts[c] % 500, next_tag++, 0 };
+            specs[k++] = (spec_t) { K_SUM_F32, 0, 2, ip, counts[c] % 700, next_tag++, 0 };
         }
     }
-    specs[k++] = (spec_t) { K_BARRIER, 0, 2, 0, 0, next_tag++ };
+    specs[k++] = (spec_t) { K_BARRIER, 0, 2, 0, 0, next_tag++, 0 };
     return k;
 }
 
@@ -1182,17 +1674,17 @@ static int exchange_specs(spec_t *specs)
 static int exchange_big_specs(spec_t *specs)
 {
     int k = 0;
-    specs[k++] = (spec_t) { K_SUM_I32, 0, 2, 1, 6000, next_tag++ };
-    specs[k++] = (spec_t) { K_MAX_F64, 0, 2, 1, 3000, next_tag++ };
-    specs[k++] = (spec_t) { K_SUM_F32, 0, 2, 1, 3000, next_tag++ };
-    specs[k++] = (spec_t) { K_SUM_F32, 0, 2, 0, 3000, next_tag++ };
+    specs[k++] = (spec_t) { K_SUM_I32, 0, 2, 1, 6000, next_tag++, 0 };
+    specs[k++] = (spec_t) { K_MAX_F64, 0, 2, 1, 3000, next_tag++, 0 };
+    specs[k++] = (spec_t) { K_SUM_F32, 0, 2, 1, 3000, next_tag++, 0 };
+    specs[k++] = (spec_t) { K_SUM_F32, 0, 2, 0, 3000, next_tag++, 0 };
     return k;
 }
 
 /* The exchange allreduce and barrier in every stepping order, with and without
  * preemption, at several geometries (slots 1 and 2; 64-byte segments for many
  * segments, 4 and 8 KiB ones for the chunked in-place combine); then 50 calls
- * mixing exchange and tree programs of every kind on the same edges. */
+ * mixing exchange, split and tree programs of every kind on the same streams. */
 static void test_sim_exchange(void)
 {
     static const int sizes[] = { 1, 2, 3, 5, 8 };
@@ -1237,7 +1729,7 @@ static void test_sim_exchange(void)
                     run_specs(w, &specs[i], 1, ORD_RANDOM, what);
                 }
             }
-            /* Exchange and tree programs of every kind on the same edges. */
+            /* Exchange, split and tree programs of every kind on the same streams. */
             for (int i = 0; i < 50; ++i) {
                 specs[i] = (spec_t) {
                     .kind = (kind_t) (rng() % K_NKINDS),
@@ -1296,18 +1788,20 @@ static void test_sim_exchange_barrier(void)
     if (NULL == w) {
         return;
     }
+    uint32_t t0 = next_tag;
+    next_tag += 4;
     spec_t warm[4] = {
-        { K_SUM_I32, 0, 2, 0, 100, next_tag++ },
-        { K_BARRIER, 0, 0, 0, 0, next_tag++ },
-        { K_BCAST, 3, 0, 0, 200, next_tag++ },
-        { K_BARRIER, 0, 2, 0, 0, next_tag++ },
+        { K_SUM_I32, 0, 2, 0, 100, t0 + 0, 0 },
+        { K_BARRIER, 0, 0, 0, 0, t0 + 1, 0 },
+        { K_BCAST, 3, 0, 0, 200, t0 + 2, 0 },
+        { K_BARRIER, 0, 2, 0, 0, t0 + 3, 0 },
     };
     run_specs(w, warm, 4, ORD_RANDOM, "exchange barrier warm-up");
     for (int missing = 0; missing < n; ++missing) {
         for (int kind = 0; kind < 3; ++kind) {
             /* A barrier, an allreduce of one segment, one of seven. */
             size_t count = 1 == kind ? 16 : 100;
-            spec_t s = { kind ? K_SUM_I32 : K_BARRIER, 0, 2, missing & 1, count, next_tag++ };
+            spec_t s = { kind ? K_SUM_I32 : K_BARRIER, 0, 2, missing & 1, count, next_tag++, 0 };
             call_t c;
             call_init(w, &c, &s);
             unsigned mask = 0;
@@ -1333,8 +1827,8 @@ static void test_sim_exchange_barrier(void)
                 blame += r != missing
                          && 1 == ofl_engine_blocker(&w->inst[r], &peer, &cnt, &have, &need)
                          && (int64_t) have < need
-                         && (2 == kind ? OFL_CNT_CREDIT == cnt
-                                       : OFL_CNT_DATA == cnt && peer == missing);
+                         && (2 == kind ? OFL_CNT_CREDIT * NCH + 0 == cnt
+                                       : OFL_CNT_DATA * NCH + 0 == cnt && peer == missing);
                 untouched += K_BARRIER == s.kind || s.inplace
                              || all_sentinel(c.recv[r], count * 4);
             }
@@ -1373,16 +1867,18 @@ static void test_sim_thresholds(void)
         return;
     }
     /* Warm up the edges so that stale counters would satisfy absolute thresholds. */
+    uint32_t t0 = next_tag;
+    next_tag += 4;
     spec_t warm[4] = {
-        { K_SUM_I32, 0, 0, 0, 100, next_tag++ },
-        { K_BCAST, 3, 0, 0, 200, next_tag++ },
-        { K_REDUCE_I32, 5, 0, 0, 100, next_tag++ },
-        { K_SUM_I32, 0, 0, 1, 100, next_tag++ },
+        { K_SUM_I32, 0, 0, 0, 100, t0 + 0, 0 },
+        { K_BCAST, 3, 0, 0, 200, t0 + 1, 0 },
+        { K_REDUCE_I32, 5, 0, 0, 100, t0 + 2, 0 },
+        { K_SUM_I32, 0, 0, 1, 100, t0 + 3, 0 },
     };
     run_specs(w, warm, 4, ORD_RANDOM, "thresholds warm-up");
 
     /* 1. Only the leaves posted. */
-    spec_t s = { K_SUM_I32, 0, 0, 0, 100, next_tag++ };
+    spec_t s = { K_SUM_I32, 0, 0, 0, 100, next_tag++, 0 };
     call_t c;
     call_init(w, &c, &s);
     size_t bytes = c.s.count * c.elem;
@@ -1430,8 +1926,9 @@ static void test_sim_thresholds(void)
     int peer = -1, cnt = -1;
     uint64_t have = 0;
     int64_t need = 0;
-    CHECK(1 == ofl_engine_blocker(&w->inst[1], &peer, &cnt, &have, &need) && 0 == peer,
-          "rank 1 blames %d", peer);
+    CHECK(1 == ofl_engine_blocker(&w->inst[1], &peer, &cnt, &have, &need) && 0 == peer
+              && OFL_CNT_CREDIT * NCH + 0 == cnt,
+          "rank 1 blames %d/%d", peer, cnt);
 
     /* 3. The root posts: one progress moves exactly one segment down (one slot per
      * edge), so nobody is done yet; then everything finishes. */
@@ -1461,14 +1958,16 @@ static void test_sim_thresholds(void)
     }
     CHECK(n == untouched, "receive buffers written without leaf 6");
     CHECK(1 == ofl_engine_blocker(&w->inst[0], &peer, &cnt, &have, &need) && 2 == peer
-              && OFL_CNT_DATA == cnt && (int64_t) have < need,
+              && OFL_CNT_DATA * NCH + 0 == cnt && (int64_t) have < need,
           "root blames %d/%d", peer, cnt);
     CHECK(1 == ofl_engine_blocker(&w->inst[2], &peer, &cnt, &have, &need) && 6 == peer
-              && OFL_CNT_DATA == cnt && (int64_t) have < need,
+              && OFL_CNT_DATA * NCH + 0 == cnt && (int64_t) have < need,
           "rank 2 blames %d/%d", peer, cnt);
-    /* Left subtree (1, 3, 4) could go as far as the slots allow: one item up. */
-    CHECK(1 == ofl_engine_blocker(&w->inst[1], &peer, &cnt, &have, &need) && 0 == peer,
-          "rank 1 blames %d", peer);
+    /* Left subtree (1, 3, 4) could go as far as the slots allow: one item up, the
+     * second waits for the root to free the slot (CREDIT of the up channel). */
+    CHECK(1 == ofl_engine_blocker(&w->inst[1], &peer, &cnt, &have, &need) && 0 == peer
+              && OFL_CNT_CREDIT * NCH + 0 == cnt && (int64_t) have < need,
+          "rank 1 blames %d/%d", peer, cnt);
     sim_run(w, &c, 1, ORD_REVERSE, 0x3fu, "thresholds without leaf 6");
     for (int r = 0; r < n; ++r) {
         CHECK(0 == ofl_engine_blocker(&w->inst[r], &peer, &cnt, &have, &need),
@@ -1488,7 +1987,7 @@ static void test_sim_float(void)
     if (NULL == w) {
         return;
     }
-    spec_t s = { K_SUM_F32, 0, 0, 0, 100, next_tag++ };
+    spec_t s = { K_SUM_F32, 0, 0, 0, 100, next_tag++, 0 };
     call_t a, b;
     call_init(w, &a, &s);
     call_init(w, &b, &s);
@@ -1520,6 +2019,366 @@ static void test_sim_float(void)
     world_close(w);
 }
 
+/* ---- split programs ----------------------------------------------------------- */
+
+/* Segments of a call of spec s on world w, as engine.h defines them. */
+static size_t spec_nseg(const world_t *w, const spec_t *s)
+{
+    size_t elem = K_MAX_F64 == s->kind ? 8 : K_BCAST == s->kind ? 1 : 4;
+    size_t slot = w->nic[0].base.slot_bytes;
+    size_t seg = s->seg && s->seg < slot ? s->seg : slot;
+    size_t per = seg / elem ? seg / elem : 1;
+    return s->count ? (s->count + per - 1) / per : 1;
+}
+
+/* A count of `nseg` segments of `per` elements whose last segment is partial
+ * (1 .. per elements, varied by tag). */
+static size_t count_of(size_t nseg, size_t per, uint32_t tag)
+{
+    return (nseg - 1) * per + 1 + tag % per;
+}
+
+/* Split allreduces (pset 3) on an n-rank world of `slot`-byte slots, cut into
+ * `seg`-byte segments (0: the slot's): int32 sums that wrap, double max and float
+ * sums whose bits depend on the order, of counts 0, 1, 7 and of n - 1, n, n + 1,
+ * 2n + n/2 + 1 and 3n - 1 segments (less than a round, one, one and a partial
+ * round, several and a partial one), the last segment partial; out-of-place and
+ * in-place (at every rank) in turn. Returns the number of specs. */
+static int split_specs(spec_t *specs, int n, size_t slot, size_t seg, int inplace0)
+{
+    static const kind_t kinds[] = { K_SUM_I32, K_MAX_F64, K_SUM_F32 };
+    static const size_t elems[] = { 4, 8, 4 };
+    size_t segb = seg && seg < slot ? seg : slot;
+    size_t nsegs[] = { (size_t) n - 1, (size_t) n, (size_t) n + 1,
+                       2 * (size_t) n + (size_t) n / 2 + 1, 3 * (size_t) n - 1 };
+    int k = 0;
+    for (int ki = 0; ki < 3; ++ki) {
+        size_t per = segb / elems[ki] ? segb / elems[ki] : 1;
+        size_t counts[8] = { 0, 1, 7 };
+        int nc = 3;
+        for (int i = 0; i < 5; ++i) {
+            if (nsegs[i] >= 1) {
+                counts[nc++] = count_of(nsegs[i], per, next_tag);
+            }
+        }
+        for (int c = 0; c < nc; ++c) {
+            specs[k] = (spec_t) { kinds[ki], 0, 3, (k + inplace0) & 1, counts[c], next_tag++,
+                                  seg };
+            k++;
+        }
+    }
+    return k;
+}
+
+/* In-place split allreduces whose segments (the slot's, 4 or 8 KiB) exceed the
+ * engine's 2 KiB combine buffer: n + n/2 + 1 segments, so every rank owns one and
+ * the last round is partial, the last segment 3/4 full; a float sum also
+ * out-of-place for the same bits. */
+static int split_big_specs(spec_t *specs, int n, size_t slot)
+{
+    size_t nseg = (size_t) n + (size_t) n / 2 + 1;
+    size_t n4 = slot / 4, n8 = slot / 8;
+    int k = 0;
+    specs[k++] = (spec_t) { K_SUM_I32, 0, 3, 1, (nseg - 1) * n4 + 3 * n4 / 4, next_tag++, 0 };
+    specs[k++] = (spec_t) { K_MAX_F64, 0, 3, 1, (nseg - 1) * n8 + 3 * n8 / 4, next_tag++, 0 };
+    specs[k++] = (spec_t) { K_SUM_F32, 0, 3, 1, (nseg - 1) * n4 + 3 * n4 / 4, next_tag++, 0 };
+    specs[k++] = (spec_t) { K_SUM_F32, 0, 3, 0, (nseg - 1) * n4 + 3 * n4 / 4, next_tag++, 0 };
+    return k;
+}
+
+/* Run split-only specs and check what each stream carried against segment
+ * ownership, counted here: from a to owner b on channel 0 one item per segment b
+ * owns (segment s belongs to rank s mod n), from owner a to b on channel 1 one
+ * per segment a owns; nothing between a rank and itself. */
+static void run_split_specs(world_t *w, const spec_t *specs, int k, int order, const char *what)
+{
+    int n = w->n;
+    uint64_t *before = malloc(sizeof(uint64_t) * (size_t) (n * n * NCH * 2));
+    uint64_t *owned = calloc((size_t) n, sizeof(uint64_t));
+    for (int a = 0; a < n; ++a) {
+        memcpy(before + (size_t) (2 * a * n * NCH), w->edges[a].out,
+               sizeof(uint64_t) * (size_t) (n * NCH));
+        memcpy(before + (size_t) ((2 * a + 1) * n * NCH), w->edges[a].in,
+               sizeof(uint64_t) * (size_t) (n * NCH));
+    }
+    for (int i = 0; i < k; ++i) {
+        size_t nseg = spec_nseg(w, &specs[i]);
+        for (size_t s = 0; s < nseg; ++s) {
+            owned[s % (size_t) n]++;
+        }
+    }
+    run_specs(w, specs, k, order, what);
+    int bad = 0;
+    for (int a = 0; a < n; ++a) {
+        for (int b = 0; b < n; ++b) {
+            for (int c = 0; c < NCH; ++c) {
+                uint64_t want = a == b ? 0 : owned[0 == c ? b : a];
+                uint64_t out = w->edges[a].out[b * NCH + c]
+                               - before[(size_t) (2 * a * n * NCH + b * NCH + c)];
+                uint64_t in = w->edges[b].in[a * NCH + c]
+                              - before[(size_t) ((2 * b + 1) * n * NCH + a * NCH + c)];
+                bad += out != want || in != want;
+            }
+        }
+    }
+    CHECK(0 == bad, "%s (%s): %d streams moved other than segment ownership says", what,
+          order_name[order], bad);
+    free(before);
+    free(owned);
+}
+
+/* Split allreduces in every stepping order, with and without preemption: sizes 1
+ * (a copy), 2, 3, 5, 8; slots 1, 2, 4 with 64-byte segments (many rounds, partial
+ * last rounds), once cut to 48-byte segments by the call; 4 and 8 KiB slots cut
+ * into 100-byte segments by the call, or not cut (multi-chunk in-place combines);
+ * one big in-place call at a time with the counters checked after each; then 50
+ * calls mixing split, exchange and tree programs of every kind on the same
+ * streams, the calls asking for segments of the slot's size, less or more. */
+static void test_sim_split(void)
+{
+    static const int sizes[] = { 1, 2, 3, 5, 8 };
+    static const struct {
+        int slots;
+        size_t segsize;
+    } geo[] = { { 1, 64 }, { 2, 64 }, { 4, 64 }, { 1, 4096 }, { 2, 8192 } };
+    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KNOMIAL, 2, 1, 0 };
+    static const ofl_sched_params_t pn = { OFL_TREE_KNOMIAL, 3, OFL_TREE_KARY, 3, 1, 0 };
+    static const size_t counts[] = { 0, 1, 7, 33, 100, 1000, 3000 };
+    spec_t specs[80];
+    long fired = pre.fired, calls = stats.split_calls, partial = stats.split_partial;
+    long small = stats.split_small;
+    for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); ++si) {
+        for (size_t gi = 0; gi < sizeof(geo) / sizeof(geo[0]); ++gi) {
+            int n = sizes[si];
+            size_t slot = geo[gi].segsize;
+            world_t *w = world_open(n, geo[gi].slots, slot, &pk, &pn);
+            if (NULL == w) {
+                continue;
+            }
+            char what[112];
+            /* Segment sizes a call may ask for: the slot's, less, more. */
+            const size_t segs[] = { 0, 0, 64, 100, 3 * slot / 4, 2 * slot };
+            for (int order = 0; order < ORD_COUNT; ++order) {
+                int preempt = (order + (int) gi) & 1;
+                /* Big slots: cut small by the call in two orders, whole in two;
+                 * small ones: once cut to 3/4 of the slot. */
+                size_t seg = slot > 2048 ? (order < 2 ? 100 : 0) : (3 == order ? 48 : 0);
+                int k = split_specs(specs, n, slot, seg, order);
+                if (slot > 2048 && order >= 2) {
+                    k += split_big_specs(specs + k, n, slot);
+                }
+                snprintf(what, sizeof(what), "split n %d slots %d slot %zu seg %zu%s", n,
+                         geo[gi].slots, slot, seg, preempt ? " preempt" : "");
+                world_preempt(w, preempt);
+                run_split_specs(w, specs, k, order, what);
+            }
+            if (slot > 2048) {
+                CHECK(w->nic[0].base.slot_bytes >= 2 * 2048, "segments of one chunk only");
+                int k = split_big_specs(specs, n, slot);
+                for (int i = 0; i < k; ++i) {
+                    snprintf(what, sizeof(what), "split big n %d slot %zu call %d", n, slot, i);
+                    world_preempt(w, i & 1);
+                    run_split_specs(w, &specs[i], 1, ORD_RANDOM, what);
+                }
+            }
+            /* Split, exchange and tree programs of every kind on the same streams;
+             * half of the allreduces split. */
+            for (int i = 0; i < 50; ++i) {
+                kind_t kind = (kind_t) (rng() % K_NKINDS);
+                specs[i] = (spec_t) {
+                    .kind = kind,
+                    .root = (int) (rng() % (uint64_t) n),
+                    .pset = rng() & 1 ? 3 : (int) (rng() % 3),
+                    .inplace = (int) (rng() & 1),
+                    .count = counts[rng() % 7],
+                    .tag = next_tag++,
+                    .seg = segs[rng() % 6],
+                };
+            }
+            snprintf(what, sizeof(what), "split mixed50 n %d slots %d slot %zu", n,
+                     geo[gi].slots, slot);
+            world_preempt(w, (int) (gi & 1));
+            run_specs(w, specs, 50, (int) (gi % ORD_COUNT), what);
+            world_close(w);
+        }
+    }
+    CHECK(pre.fired - fired > 1000, "only %ld preemptions", pre.fired - fired);
+    /* Not vacuous: many split calls, many with a partial last round, some with
+     * fewer segments than ranks. */
+    CHECK(stats.split_calls - calls > 5000 && stats.split_partial - partial > 2000
+              && stats.split_small - small > 500,
+          "split calls %ld, partial last round %ld, less than a round %ld",
+          stats.split_calls - calls, stats.split_partial - partial, stats.split_small - small);
+}
+
+/* The same float sums (split, 5 and 8 ranks, partial last rounds, in-place and
+ * not) stepped in every order, with and without preemption: every rank of every
+ * run holds the same bits, rank order's. Not vacuous: an owner combining its own
+ * contribution first, or in reverse rank order, would give other bits. */
+static void test_sim_split_float(void)
+{
+    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KARY, 2, 1, 0 };
+    for (int n = 5; n <= 8; n += 3) {
+        world_t *w = world_open(n, 2, 64, &pk, &pk);
+        if (NULL == w) {
+            continue;
+        }
+        uint32_t tag = next_tag++;
+        size_t count = count_of(3 * (size_t) n + 2, 16, tag);
+        call_t calls[2 * ORD_COUNT];
+        int ncalls = 0;
+        for (int order = 0; order < ORD_COUNT; ++order) {
+            for (int preempt = 0; preempt < 2; ++preempt) {
+                spec_t s = { K_SUM_F32, 0, 3, (order + preempt) & 1, count, tag, 0 };
+                call_t *c = &calls[ncalls++];
+                call_init(w, c, &s);
+                world_preempt(w, preempt);
+                sim_run(w, c, 1, order, 0, "split float");
+            }
+        }
+        world_preempt(w, 0);
+        int same = 0;
+        for (int i = 0; i < ncalls; ++i) {
+            for (int r = 0; r < n; ++r) {
+                same += 0 == memcmp(calls[i].recv[r], calls[0].recv[0], count * 4);
+            }
+        }
+        CHECK(same == ncalls * n, "split float n %d: %d of %d results the same bits", n, same,
+              ncalls * n);
+        CHECK(0 == memcmp(calls[0].recv[0], calls[0].expect, count * 4),
+              "split float n %d: not rank order's", n);
+        int own_first = 0, reverse = 0;
+        for (size_t i = 0; i < count; ++i) {
+            int owner = (int) ((i / 16) % (size_t) n);
+            float own = in_f32(owner, tag, i), rev = in_f32(n - 1, tag, i), got;
+            for (int r = 0; r < n; ++r) {
+                own = r == owner ? own : own + in_f32(r, tag, i);
+            }
+            for (int r = n - 2; r >= 0; --r) {
+                rev = rev + in_f32(r, tag, i);
+            }
+            memcpy(&got, calls[0].recv[0] + 4 * i, 4);
+            own_first += 0 != memcmp(&own, &got, 4);
+            reverse += 0 != memcmp(&rev, &got, 4);
+        }
+        CHECK(own_first > 5 && reverse > 20, "split float n %d: order-sensitive elements: "
+              "own first %d, reverse %d", n, own_first, reverse);
+        for (int i = 0; i < ncalls; ++i) {
+            call_free(w, &calls[i]);
+        }
+        world_close(w);
+    }
+}
+
+/* Split calls with a rank missing or stalled (3 ranks, one slot, 16 int32 per
+ * segment), after warm-up calls of every program on the same streams:
+ *   - count 0 is a barrier: with any rank missing nobody completes; owner 0 waits
+ *     for the missing contribution (DATA, channel 0), the others for owner 0's
+ *     result (DATA, channel 1);
+ *   - 3 segments (one round), rank 2 stepped once (its puts) and then stalled:
+ *     ranks 0 and 1 finish segments 0 and 1 and wait for owner 2's result (DATA,
+ *     channel 1); segment 2 of their results stays unwritten;
+ *   - 6 segments (two rounds), in-place, rank 2 stalled likewise: ranks 0 and 1
+ *     cannot put their round-1 part of segment 5 to rank 2, whose slot still holds
+ *     round 0's (CREDIT, channel 0); segments 0 and 1 hold results, the rest
+ *     still the inputs.
+ * Then the stalled rank runs and every call completes. */
+static void test_sim_split_blocked(void)
+{
+    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KARY, 2, 1, 0 };
+    const int n = 3;
+    world_t *w = world_open(n, 1, 64, &pk, &pk);
+    if (NULL == w) {
+        return;
+    }
+    uint32_t t0 = next_tag;
+    next_tag += 5;
+    spec_t warm[5] = {
+        { K_SUM_I32, 0, 3, 0, 100, t0 + 0, 0 },
+        { K_SUM_I32, 0, 0, 1, 50, t0 + 1, 0 },
+        { K_BCAST, 2, 0, 0, 200, t0 + 2, 0 },
+        { K_SUM_F32, 0, 2, 0, 40, t0 + 3, 0 },
+        { K_MAX_F64, 0, 3, 1, 33, t0 + 4, 0 },
+    };
+    run_specs(w, warm, 5, ORD_RANDOM, "split blocked warm-up");
+    int peer = -1, cnt = -1;
+    uint64_t have = 0;
+    int64_t need = 0;
+    for (int missing = 0; missing < n; ++missing) {
+        spec_t s = { K_SUM_I32, 0, 3, 0, 0, next_tag++, 0 };
+        call_t c;
+        call_init(w, &c, &s);
+        unsigned mask = 0;
+        for (int r = 0; r < n; ++r) {
+            if (r != missing) {
+                call_post(w, &c, r);
+                mask |= 1u << r;
+            }
+        }
+        int done = 0, blame = 0;
+        for (int round = 0; round < 50; ++round) {
+            for (int r = 0; r < n; ++r) {
+                done += r != missing && ofl_engine_progress(&w->inst[r]);
+            }
+        }
+        for (int r = 0; r < n; ++r) {
+            int b = r != missing
+                    && 1 == ofl_engine_blocker(&w->inst[r], &peer, &cnt, &have, &need)
+                    && (int64_t) have < need;
+            if (0 == r) {
+                blame += b && peer == missing && OFL_CNT_DATA * NCH + 0 == cnt;
+            } else {
+                blame += b && peer == 0 && OFL_CNT_DATA * NCH + 1 == cnt;
+            }
+        }
+        CHECK(0 == done, "empty split completed %d times without rank %d", done, missing);
+        CHECK(n - 1 == blame, "empty split without rank %d: %d ranks blame right", missing,
+              blame);
+        sim_run(w, &c, 1, ORD_RANDOM, mask, "empty split, last rank");
+        call_free(w, &c);
+    }
+
+    for (int rounds = 1; rounds <= 2; ++rounds) {
+        size_t nseg = 3 * (size_t) rounds;
+        spec_t s = { K_SUM_I32, 0, 3, 2 == rounds, count_of(nseg, 16, next_tag), next_tag, 0 };
+        next_tag++;
+        call_t c;
+        call_init(w, &c, &s);
+        for (int r = 0; r < n; ++r) {
+            call_post(w, &c, r);
+        }
+        CHECK(0 == ofl_engine_progress(&w->inst[2]), "rank 2 done alone");
+        int done = 0;
+        for (int round = 0; round < 50; ++round) {
+            done += ofl_engine_progress(&w->inst[0]);
+            done += ofl_engine_progress(&w->inst[1]);
+        }
+        CHECK(0 == done, "split of %zu segments completed without rank 2", nseg);
+        int blame = 0, partial = 0;
+        int want_cnt = 1 == rounds ? OFL_CNT_DATA * NCH + 1 : OFL_CNT_CREDIT * NCH + 0;
+        uint32_t orig[6 * 16];
+        for (int r = 0; r < 2; ++r) {
+            blame += 1 == ofl_engine_blocker(&w->inst[r], &peer, &cnt, &have, &need)
+                     && 2 == peer && want_cnt == cnt && (int64_t) have < need;
+            /* Results in segments 0 and 1; the rest untouched (the input, in
+             * place; the sentinel otherwise). */
+            fill_input(K_SUM_I32, r, s.tag, s.count, (uint8_t *) orig);
+            size_t bytes = s.count * 4;
+            partial += 0 == memcmp(c.recv[r], c.expect, 2 * 64)
+                       && (s.inplace ? 0 == memcmp(c.recv[r] + 128, (uint8_t *) orig + 128,
+                                                   bytes - 128)
+                                     : all_sentinel(c.recv[r] + 128, bytes - 128));
+        }
+        CHECK(2 == blame, "split of %zu segments: %d ranks blame rank 2 (%d/%d)", nseg, blame,
+              peer, cnt);
+        CHECK(2 == partial, "split of %zu segments: %d ranks with exactly segments 0, 1 done",
+              nseg, partial);
+        sim_run(w, &c, 1, ORD_FORWARD, 0x7u, "split, stalled rank");
+        call_free(w, &c);
+    }
+    world_close(w);
+}
+
 /* ---- softnic API --------------------------------------------------------------- */
 
 static void test_softnic_api(void)
@@ -1540,55 +2399,162 @@ static void test_softnic_api(void)
     CHECK(0 == ofl_softnic_attach(&b, name, 2, 1, 2, 100), "attach");
     CHECK(0 == ofl_softnic_unlink(name), "unlink");
     CHECK(-ENOENT == ofl_softnic_unlink(name), "second unlink");
-    /* Counters start at zero and a bump at one mapping is seen through the other. */
+    /* Counters start at zero and a bump at one mapping is seen through the other,
+     * on its own stream (peer, channel) only. */
     ofl_nic_t *na = &a.base, *nb = &b.base;
-    CHECK(0 == nb->ops->counter(nb, OFL_CNT_DATA, 0), "fresh counter");
-    na->ops->bump(na, OFL_CNT_DATA, 1, 0);
-    na->ops->bump(na, OFL_CNT_DATA, 1, 1);
-    CHECK(2 == nb->ops->counter(nb, OFL_CNT_DATA, 0)
-              && 0 == nb->ops->counter(nb, OFL_CNT_CREDIT, 0)
-              && 0 == na->ops->counter(na, OFL_CNT_DATA, 1), "bump lands at the peer only");
-    /* Mailboxes: my outbox to b is b's inbox from me; slots wrap with the item. */
-    uint8_t *o = na->ops->outbox(na, 1, 5);
-    o[0] = 42;
-    CHECK(o == (uint8_t *) na->ops->outbox(na, 1, 7), "slot of item 5 != item 7");
-    CHECK(42 == ((uint8_t *) nb->ops->inbox(nb, 0, 5))[0], "inbox does not see outbox");
-    CHECK(na->ops->outbox(na, 1, 4) != na->ops->outbox(na, 1, 5), "two slots alias");
-    /* The DATA count sits in front of each slot's payload: payloads written to the
-     * last byte, on both edges and in every slot, leave every count alone. */
-    for (int s = 0; s < 2; ++s) {
-        memset(na->ops->outbox(na, 1, (uint64_t) s), 0xff, na->slot_bytes);
-        memset(nb->ops->outbox(nb, 0, (uint64_t) s), 0xee, nb->slot_bytes);
+    int fresh = 0;
+    for (int c = 0; c < NCH; ++c) {
+        fresh += 0 == nb->ops->counter(nb, OFL_CNT_DATA, 0, c)
+                 && 0 == nb->ops->counter(nb, OFL_CNT_CREDIT, 0, c)
+                 && 0 == na->ops->counter(na, OFL_CNT_DATA, 1, c)
+                 && 0 == na->ops->counter(na, OFL_CNT_CREDIT, 1, c);
     }
-    CHECK(2 == nb->ops->counter(nb, OFL_CNT_DATA, 0)
-              && 0 == na->ops->counter(na, OFL_CNT_DATA, 1)
-              && 0 == na->ops->counter(na, OFL_CNT_CREDIT, 1)
-              && 0 == nb->ops->counter(nb, OFL_CNT_CREDIT, 0), "payload clobbered a count");
-    uint8_t *in1 = nb->ops->inbox(nb, 0, 1), *in0 = na->ops->inbox(na, 1, 0);
-    CHECK(0 == ((uintptr_t) in1 & 15) && 0xff == in1[0] && 0xff == in1[nb->slot_bytes - 1]
-              && 0xee == in0[0] && 0xee == in0[na->slot_bytes - 1], "payload not in place");
+    CHECK(NCH == fresh, "fresh counters");
+    na->ops->bump(na, OFL_CNT_DATA, 1, 0, 0);
+    na->ops->bump(na, OFL_CNT_DATA, 1, 0, 1);
+    CHECK(2 == nb->ops->counter(nb, OFL_CNT_DATA, 0, 0)
+              && 0 == nb->ops->counter(nb, OFL_CNT_DATA, 0, 1)
+              && 0 == nb->ops->counter(nb, OFL_CNT_CREDIT, 0, 0)
+              && 0 == na->ops->counter(na, OFL_CNT_DATA, 1, 0)
+              && 0 == na->ops->counter(na, OFL_CNT_DATA, 1, 1), "bump lands at the peer only");
+    na->ops->bump(na, OFL_CNT_DATA, 1, 1, 0);
+    CHECK(1 == nb->ops->counter(nb, OFL_CNT_DATA, 0, 1)
+              && 2 == nb->ops->counter(nb, OFL_CNT_DATA, 0, 0), "channels not independent");
+    /* Mailboxes: my outbox to b is b's inbox from me; slots wrap with the item;
+     * the two channels of a pair never share a slot. */
+    uint8_t *o = na->ops->outbox(na, 1, 0, 5);
+    o[0] = 42;
+    CHECK(o == (uint8_t *) na->ops->outbox(na, 1, 0, 7), "slot of item 5 != item 7");
+    CHECK(42 == ((uint8_t *) nb->ops->inbox(nb, 0, 0, 5))[0], "inbox does not see outbox");
+    CHECK(na->ops->outbox(na, 1, 0, 4) != na->ops->outbox(na, 1, 0, 5), "two slots alias");
+    CHECK((uint8_t *) na->ops->outbox(na, 1, 1, 5) - a.mem
+                  == (uint8_t *) nb->ops->inbox(nb, 0, 1, 7) - b.mem
+              && na->ops->outbox(na, 1, 1, 5) != na->ops->outbox(na, 1, 0, 5)
+              && na->ops->outbox(na, 1, 1, 4) != na->ops->outbox(na, 1, 0, 5),
+          "channel 1 slots");
+    /* The DATA count sits in front of each slot's payload: payloads written to the
+     * last byte, on every stream and in every slot, leave every count alone, and
+     * each payload keeps its own bytes. */
+    for (int c = 0; c < NCH; ++c) {
+        for (int s = 0; s < 2; ++s) {
+            memset(na->ops->outbox(na, 1, c, (uint64_t) s), 0xf0 + 2 * c + s, na->slot_bytes);
+            memset(nb->ops->outbox(nb, 0, c, (uint64_t) s), 0xe0 + 2 * c + s, nb->slot_bytes);
+        }
+    }
+    int kept = 0;
+    for (int c = 0; c < NCH; ++c) {
+        kept += 0 == na->ops->counter(na, OFL_CNT_DATA, 1, c)
+                && 0 == na->ops->counter(na, OFL_CNT_CREDIT, 1, c)
+                && 0 == nb->ops->counter(nb, OFL_CNT_CREDIT, 0, c);
+        for (int s = 0; s < 2; ++s) {
+            uint8_t *ib = nb->ops->inbox(nb, 0, c, (uint64_t) s);
+            uint8_t *ia = na->ops->inbox(na, 1, c, (uint64_t) s);
+            kept += 0 == ((uintptr_t) ib & 15) && 0 == ((uintptr_t) ia & 15)
+                    && 0xf0 + 2 * c + s == ib[0] && 0xf0 + 2 * c + s == ib[nb->slot_bytes - 1]
+                    && 0xe0 + 2 * c + s == ia[0] && 0xe0 + 2 * c + s == ia[na->slot_bytes - 1];
+        }
+    }
+    CHECK(3 * NCH == kept && 2 == nb->ops->counter(nb, OFL_CNT_DATA, 0, 0)
+              && 1 == nb->ops->counter(nb, OFL_CNT_DATA, 0, 1),
+          "payload clobbered a count or another payload (%d)", kept);
     /* reached() is the count test, exact at the count, and follows slot reuse. */
-    CHECK(nb->ops->reached(nb, OFL_CNT_DATA, 0, 0) && nb->ops->reached(nb, OFL_CNT_DATA, 0, 1)
-              && nb->ops->reached(nb, OFL_CNT_DATA, 0, 2)
-              && !nb->ops->reached(nb, OFL_CNT_DATA, 0, 3)
-              && !na->ops->reached(na, OFL_CNT_DATA, 1, 1), "reached(DATA) off its count");
-    na->ops->bump(na, OFL_CNT_DATA, 1, 2);   /* item 2 reuses the slot of item 0 */
-    CHECK(3 == nb->ops->counter(nb, OFL_CNT_DATA, 0) && nb->ops->reached(nb, OFL_CNT_DATA, 0, 3)
-              && !nb->ops->reached(nb, OFL_CNT_DATA, 0, 4)
-              && 0xff == ((uint8_t *) nb->ops->inbox(nb, 0, 2))[5], "slot reuse");
-    /* CREDIT: its own line; a cached value must not hide a later bump. */
-    nb->ops->bump(nb, OFL_CNT_CREDIT, 0, 0);
-    CHECK(1 == na->ops->counter(na, OFL_CNT_CREDIT, 1) && na->ops->reached(na, OFL_CNT_CREDIT, 1, 1)
-              && !na->ops->reached(na, OFL_CNT_CREDIT, 1, 2), "reached(CREDIT) off its count");
-    nb->ops->bump(nb, OFL_CNT_CREDIT, 0, 4);
-    CHECK(5 == na->ops->counter(na, OFL_CNT_CREDIT, 1) && na->ops->reached(na, OFL_CNT_CREDIT, 1, 5)
-              && !na->ops->reached(na, OFL_CNT_CREDIT, 1, 6)
-              && na->ops->reached(na, OFL_CNT_CREDIT, 1, 2), "cached CREDIT went stale");
-    CHECK(3 == nb->ops->counter(nb, OFL_CNT_DATA, 0) && 0 == nb->ops->counter(nb, OFL_CNT_CREDIT, 0)
-              && 0 == na->ops->counter(na, OFL_CNT_DATA, 1), "a CREDIT bump moved another count");
+    CHECK(nb->ops->reached(nb, OFL_CNT_DATA, 0, 0, 0)
+              && nb->ops->reached(nb, OFL_CNT_DATA, 0, 0, 1)
+              && nb->ops->reached(nb, OFL_CNT_DATA, 0, 0, 2)
+              && !nb->ops->reached(nb, OFL_CNT_DATA, 0, 0, 3)
+              && nb->ops->reached(nb, OFL_CNT_DATA, 0, 1, 1)
+              && !nb->ops->reached(nb, OFL_CNT_DATA, 0, 1, 2)
+              && !na->ops->reached(na, OFL_CNT_DATA, 1, 0, 1), "reached(DATA) off its count");
+    na->ops->bump(na, OFL_CNT_DATA, 1, 0, 2);   /* item 2 reuses the slot of item 0 */
+    CHECK(3 == nb->ops->counter(nb, OFL_CNT_DATA, 0, 0)
+              && nb->ops->reached(nb, OFL_CNT_DATA, 0, 0, 3)
+              && !nb->ops->reached(nb, OFL_CNT_DATA, 0, 0, 4)
+              && 1 == nb->ops->counter(nb, OFL_CNT_DATA, 0, 1)
+              && 0xf0 == ((uint8_t *) nb->ops->inbox(nb, 0, 0, 2))[5], "slot reuse");
+    /* CREDIT: its own line per channel; a cached value must neither hide a later
+     * bump nor answer for the other channel. */
+    nb->ops->bump(nb, OFL_CNT_CREDIT, 0, 0, 0);
+    CHECK(1 == na->ops->counter(na, OFL_CNT_CREDIT, 1, 0)
+              && na->ops->reached(na, OFL_CNT_CREDIT, 1, 0, 1)
+              && !na->ops->reached(na, OFL_CNT_CREDIT, 1, 0, 2)
+              && !na->ops->reached(na, OFL_CNT_CREDIT, 1, 1, 1)
+              && 0 == na->ops->counter(na, OFL_CNT_CREDIT, 1, 1), "reached(CREDIT) off its count");
+    nb->ops->bump(nb, OFL_CNT_CREDIT, 0, 0, 4);
+    nb->ops->bump(nb, OFL_CNT_CREDIT, 0, 1, 1);
+    CHECK(5 == na->ops->counter(na, OFL_CNT_CREDIT, 1, 0)
+              && na->ops->reached(na, OFL_CNT_CREDIT, 1, 0, 5)
+              && !na->ops->reached(na, OFL_CNT_CREDIT, 1, 0, 6)
+              && na->ops->reached(na, OFL_CNT_CREDIT, 1, 0, 2)
+              && na->ops->reached(na, OFL_CNT_CREDIT, 1, 1, 2)
+              && !na->ops->reached(na, OFL_CNT_CREDIT, 1, 1, 3), "cached CREDIT went stale");
+    CHECK(3 == nb->ops->counter(nb, OFL_CNT_DATA, 0, 0)
+              && 1 == nb->ops->counter(nb, OFL_CNT_DATA, 0, 1)
+              && 0 == nb->ops->counter(nb, OFL_CNT_CREDIT, 0, 0)
+              && 0 == nb->ops->counter(nb, OFL_CNT_CREDIT, 0, 1)
+              && 0 == na->ops->counter(na, OFL_CNT_DATA, 1, 0),
+          "a CREDIT bump moved another count");
     CHECK(1 == na->ops->peer_alive(na, 1) && -1 == na->ops->poisoned(na), "healthy");
     ofl_softnic_detach(&a);
     ofl_softnic_detach(&b);
+
+    /* The layout softnic.h documents, at 3 ranks and 3 slots (no index is
+     * symmetric): CREDIT counters [owner][feeder][chan], one line each, after the
+     * header; mailboxes [dst][src][chan][slot], each a 16-byte stamp (the DATA
+     * count) and the payload, lines apart; the segment ends after the last. */
+    ofl_softnic_t m[3];
+    shm_name(name, sizeof(name));
+    int rc = ofl_softnic_create(&m[0], name, 3, 0, 3, 200);
+    rc |= ofl_softnic_attach(&m[1], name, 3, 1, 3, 200);
+    rc |= ofl_softnic_attach(&m[2], name, 3, 2, 3, 200);
+    CHECK(0 == rc, "3-rank softnic");
+    CHECK(0 == ofl_softnic_unlink(name), "unlink");
+    if (0 != rc) {
+        return;
+    }
+    uint64_t stride = (16 + m[0].base.slot_bytes + 63) / 64 * 64;
+    CHECK(256 == m[0].base.slot_bytes && stride == m[0].slot_stride
+              && m[0].len == m[0].off_mbox + 3 * 3 * NCH * 3 * stride
+              && m[0].len == ofl_softnic_bytes(3, 3, 200)
+              && m[0].off_mbox >= m[0].off_counters + 3 * 3 * NCH * 64,
+          "geometry: stride %llu len %zu", (unsigned long long) m[0].slot_stride, m[0].len);
+    int placed = 0, tried = 0;
+    for (int dst = 0; dst < 3; ++dst) {
+        for (int src = 0; src < 3; ++src) {
+            for (int c = 0; c < NCH && src != dst; ++c) {
+                for (uint64_t item = 0; item < 4; ++item) {
+                    uint64_t at = m[0].off_mbox
+                                  + (((uint64_t) (dst * 3 + src) * NCH + (uint64_t) c) * 3
+                                     + item % 3) * stride + 16;
+                    uint8_t *in = m[dst].base.ops->inbox(&m[dst].base, src, c, item);
+                    uint8_t *out = m[src].base.ops->outbox(&m[src].base, dst, c, item);
+                    tried++;
+                    placed += in == m[dst].mem + at && out == m[src].mem + at;
+                }
+                /* A CREDIT bump by the feeder dst lands in owner src's line. */
+                ofl_nic_t *fd = &m[dst].base;
+                fd->ops->bump(fd, OFL_CNT_CREDIT, src, c, (uint64_t) (10 * dst + src + c));
+                uint64_t v;
+                memcpy(&v, m[src].mem + m[src].off_counters
+                               + ((uint64_t) (src * 3 + dst) * NCH + (uint64_t) c) * 64,
+                       sizeof(v));
+                tried++;
+                placed += v == (uint64_t) (10 * dst + src + c + 1);
+                /* A DATA bump by src lands in the stamp of dst's slot. */
+                ofl_nic_t *fs = &m[src].base;
+                fs->ops->bump(fs, OFL_CNT_DATA, dst, c, 4);
+                memcpy(&v, (uint8_t *) m[dst].base.ops->inbox(&m[dst].base, src, c, 4) - 16,
+                       sizeof(v));
+                tried++;
+                placed += 5 == v && 5 == m[dst].base.ops->counter(&m[dst].base, OFL_CNT_DATA,
+                                                                   src, c);
+            }
+        }
+    }
+    CHECK(placed == tried && 3 * 2 * NCH * 6 == tried, "layout: %d of %d in place", placed,
+          tried);
+    for (int r = 0; r < 3; ++r) {
+        ofl_softnic_detach(&m[r]);
+    }
 }
 
 /* ---- c) threads ------------------------------------------------------------------ */
@@ -1599,7 +2565,7 @@ typedef struct {
     ofl_sched_params_t params;
     long bad, calls, waits_bad;
     char first[160];
-    uint64_t in[8], out[8];     /* the edge sequences at the end */
+    uint64_t in[8 * NCH], out[8 * NCH];   /* the stream sequences at the end */
 } thr_t;
 
 static const ofl_wait_opts_t wait_opts = { NULL, NULL, 64, 0.0, 1.0 };
@@ -1656,7 +2622,7 @@ static void *thr_main(void *arg)
             recv[j] = -1;
         }
         int inplace = 0 == it % 4;
-        ofl_call_t oc = { inplace ? (void *) recv : (void *) send, recv, sum, 8, count };
+        ofl_call_t oc = { inplace ? (void *) recv : (void *) send, recv, sum, 8, count, 0 };
         if (inplace) {
             memcpy(recv, send, count * sizeof(send[0]));
         }
@@ -1681,7 +2647,7 @@ static void *thr_main(void *arg)
             bs[j] = thr_val(t->rank, 100000 + it, j);
             br[j] = it & 1 ? bs[j] : -1;
         }
-        ofl_call_t oc = { it & 1 ? (void *) br : (void *) bs, br, sum, 8, big };
+        ofl_call_t oc = { it & 1 ? (void *) br : (void *) bs, br, sum, 8, big, 0 };
         thr_call(t, &ar, &e, &oc, 100000 + it);
         size_t wrong = 0;
         for (size_t j = 0; j < big; ++j) {
@@ -1694,7 +2660,7 @@ static void *thr_main(void *arg)
         for (size_t j = 0; j < bbytes; ++j) {
             bb[j] = t->rank == root ? pattern(root, (uint32_t) it, j) : SENTINEL;
         }
-        ofl_call_t ob = { NULL, bb, NULL, 1, bbytes };
+        ofl_call_t ob = { NULL, bb, NULL, 1, bbytes, 0 };
         thr_call(t, &bc[root], &e, &ob, 200000 + it);
         for (size_t j = 0; j < bbytes; ++j) {
             wrong += bb[j] != pattern(root, (uint32_t) it, j);
@@ -1703,7 +2669,7 @@ static void *thr_main(void *arg)
         for (size_t j = 0; j < big; ++j) {
             br[j] = -1;
         }
-        ofl_call_t orr = { bs, br, sum, 8, big };
+        ofl_call_t orr = { bs, br, sum, 8, big, 0 };
         thr_call(t, &rd[rroot], &e, &orr, 300000 + it);
         for (size_t j = 0; j < big && t->rank == rroot; ++j) {
             uint64_t want = 0;
@@ -1724,8 +2690,8 @@ static void *thr_main(void *arg)
         ofl_program_free(&bc[r]);
         ofl_program_free(&rd[r]);
     }
-    memcpy(t->in, e.in, sizeof(uint64_t) * (size_t) n);
-    memcpy(t->out, e.out, sizeof(uint64_t) * (size_t) n);
+    memcpy(t->in, e.in, sizeof(uint64_t) * (size_t) n * NCH);
+    memcpy(t->out, e.out, sizeof(uint64_t) * (size_t) n * NCH);
     ofl_edges_fini(&e);
     return NULL;
 }
@@ -1744,7 +2710,7 @@ static void *thr_xmain(void *arg)
         return NULL;
     }
     ofl_sched_params_t px = t->params;
-    px.exchange = 1;
+    px.shape = OFL_SCHED_EXCHANGE;
     ofl_program_t ex, ar, bc[8];
     int ok = 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &px, &ex);
     ok &= 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &t->params, &ar);
@@ -1767,7 +2733,7 @@ static void *thr_xmain(void *arg)
             for (size_t j = 0; j < big; ++j) {
                 bs[j] = thr_val(t->rank, it, j);
             }
-            ofl_call_t oc = { bs, bs, sum, 8, big };
+            ofl_call_t oc = { bs, bs, sum, 8, big, 0 };
             thr_call(t, &ex, &e, &oc, it);
             for (size_t j = 0; j < big; ++j) {
                 uint64_t want = 0;
@@ -1782,7 +2748,7 @@ static void *thr_xmain(void *arg)
                 fs[j] = in_f32(t->rank, (uint32_t) it, j);
                 fr[j] = inplace ? fs[j] : -1.0f;
             }
-            ofl_call_t oc = { inplace ? (void *) fr : (void *) fs, fr, fsum, 4, 5 };
+            ofl_call_t oc = { inplace ? (void *) fr : (void *) fs, fr, fsum, 4, 5, 0 };
             thr_call(t, &ex, &e, &oc, it);
             for (size_t j = 0; j < 5; ++j) {
                 float want = rank_sum_f32(n, (uint32_t) it, j);
@@ -1795,7 +2761,7 @@ static void *thr_xmain(void *arg)
                 send[j] = thr_val(t->rank, it, j);
                 recv[j] = inplace ? send[j] : -1;
             }
-            ofl_call_t oc = { inplace ? (void *) recv : (void *) send, recv, sum, 8, count };
+            ofl_call_t oc = { inplace ? (void *) recv : (void *) send, recv, sum, 8, count, 0 };
             thr_call(t, &ex, &e, &oc, it);
             for (size_t j = 0; j < count; ++j) {
                 uint64_t want = 0;
@@ -1812,7 +2778,7 @@ static void *thr_xmain(void *arg)
             int inplace = it & 1;
             send[0] = thr_val(t->rank, -it, 0);
             recv[0] = inplace ? send[0] : -1;
-            ofl_call_t oc = { inplace ? (void *) recv : (void *) send, recv, sum, 8, 1 };
+            ofl_call_t oc = { inplace ? (void *) recv : (void *) send, recv, sum, 8, 1, 0 };
             thr_call(t, &ar, &e, &oc, it);
             uint64_t want = 0;
             for (int r = 0; r < n; ++r) {
@@ -1827,7 +2793,7 @@ static void *thr_xmain(void *arg)
             for (size_t j = 0; j < len; ++j) {
                 bb[j] = t->rank == root ? pattern(root, (uint32_t) it, j) : SENTINEL;
             }
-            ofl_call_t ob = { NULL, bb, NULL, 1, len };
+            ofl_call_t ob = { NULL, bb, NULL, 1, len, 0 };
             thr_call(t, &bc[root], &e, &ob, it);
             for (size_t j = 0; j < len; ++j) {
                 wrong += bb[j] != pattern(root, (uint32_t) it, j);
@@ -1843,16 +2809,199 @@ static void *thr_xmain(void *arg)
     for (int r = 0; r < n; ++r) {
         ofl_program_free(&bc[r]);
     }
-    memcpy(t->in, e.in, sizeof(uint64_t) * (size_t) n);
-    memcpy(t->out, e.out, sizeof(uint64_t) * (size_t) n);
+    memcpy(t->in, e.in, sizeof(uint64_t) * (size_t) n * NCH);
+    memcpy(t->out, e.out, sizeof(uint64_t) * (size_t) n * NCH);
     ofl_edges_fini(&e);
     return NULL;
 }
 
-/* exchange: thr_xmain on 4 KiB segments, else thr_main on 256-byte ones. */
-static void test_threads(int n, int slots, ofl_tree_kind_t kind, int radix, int exchange)
+/* A double allreduce (MAX) of `count` elements: the reference from the inputs. */
+static double max_f64_ref(int n, uint32_t tag, size_t j)
 {
-    size_t segsize = exchange ? 4096 : 256;
+    double m = in_f64(0, tag, j);
+    for (int r = 1; r < n; ++r) {
+        double v = in_f64(r, tag, j);
+        m = v > m ? v : m;
+    }
+    return m;
+}
+
+/* Calls thr_smain makes in `iters` iterations. */
+static long smain_calls(int iters)
+{
+    return iters + (iters + 1) / 2 + (iters + 2) / 3 + (iters + 4) / 5;
+}
+
+/* Split allreduces interleaved with exchange and tree allreduces and bcasts on the
+ * same streams, every result checked. Each iteration makes one split call, in
+ * turn: an int64 sum in 64-byte segments (seg_bytes) of a count that ends in a
+ * partial round (or a round of its own, or less than one), every other one
+ * in-place; a float sum of 37 elements in 32-byte segments whose bits must be
+ * rank order's (every other in-place); a double max of 20 in 24-byte segments; and
+ * every 25th an in-place int64 sum in slot-size (4 KiB) segments, two combine
+ * chunks each, size + 2 segments. Then every 2nd iteration an exchange sum, every
+ * 3rd a tree allreduce, every 5th a tree bcast. */
+static void *thr_smain(void *arg)
+{
+    thr_t *t = arg;
+    int n = t->n;
+    ofl_edges_t e;
+    if (0 != ofl_edges_init(&e, n)) {
+        thr_fail(t, "edges_init", -1);
+        return NULL;
+    }
+    ofl_sched_params_t ps = t->params, px = t->params;
+    ps.shape = OFL_SCHED_SPLIT;
+    px.shape = OFL_SCHED_EXCHANGE;
+    ofl_program_t sp, ex, ar, bc[8];
+    int ok = 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &ps, &sp);
+    ok &= 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &px, &ex);
+    ok &= 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &t->params, &ar);
+    for (int r = 0; r < n; ++r) {
+        ok &= 0 == ofl_sched_compile(OFL_COLL_BCAST, r, t->rank, n, &t->params, &bc[r]);
+    }
+    if (!ok) {
+        thr_fail(t, "compile", -1);
+        return NULL;
+    }
+    ofl_alu_fn isum = ofl_alu_lookup(OFL_OP_SUM, OFL_T_INT64);
+    ofl_alu_fn fsum = ofl_alu_lookup(OFL_OP_SUM, OFL_T_FLOAT);
+    ofl_alu_fn dmax = ofl_alu_lookup(OFL_OP_MAX, OFL_T_DOUBLE);
+    const size_t big = (size_t) (n + 1) * 512 + 300;
+    const size_t counts[] = { 1, 7, 8 * (size_t) n - 3, 8 * (size_t) n + 13,
+                              16 * (size_t) n + 3, 100 };
+    int64_t *br = malloc(big * 8), send[200], recv[200];
+    float fs[37], fr[37];
+    double ds[20], dr[20];
+    uint8_t bb[40];
+    for (int it = 0; it < t->small_iters; ++it) {
+        size_t wrong = 0;
+        int inplace = (it / 4) & 1;
+        if (24 == it % 25) {
+            for (size_t j = 0; j < big; ++j) {
+                br[j] = thr_val(t->rank, it, j);
+            }
+            ofl_call_t oc = { br, br, isum, 8, big, 0 };
+            thr_call(t, &sp, &e, &oc, it);
+            for (size_t j = 0; j < big; ++j) {
+                uint64_t want = 0;
+                for (int r = 0; r < n; ++r) {
+                    want += (uint64_t) thr_val(r, it, j);
+                }
+                wrong += (uint64_t) br[j] != want;
+            }
+        } else if (1 == it % 4) {
+            for (size_t j = 0; j < 37; ++j) {
+                fs[j] = in_f32(t->rank, (uint32_t) it, j);
+                fr[j] = inplace ? fs[j] : -1.0f;
+            }
+            ofl_call_t oc = { inplace ? (void *) fr : (void *) fs, fr, fsum, 4, 37, 32 };
+            thr_call(t, &sp, &e, &oc, it);
+            for (size_t j = 0; j < 37; ++j) {
+                float want = rank_sum_f32(n, (uint32_t) it, j);
+                wrong += 0 != memcmp(&want, &fr[j], sizeof(float));
+            }
+        } else if (3 == it % 4) {
+            for (size_t j = 0; j < 20; ++j) {
+                ds[j] = in_f64(t->rank, (uint32_t) it, j);
+                dr[j] = inplace ? ds[j] : 0.0;
+            }
+            ofl_call_t oc = { inplace ? (void *) dr : (void *) ds, dr, dmax, 8, 20, 24 };
+            thr_call(t, &sp, &e, &oc, it);
+            for (size_t j = 0; j < 20; ++j) {
+                wrong += max_f64_ref(n, (uint32_t) it, j) != dr[j];
+            }
+        } else {
+            size_t count = counts[(it / 2) % 6];
+            for (size_t j = 0; j < count; ++j) {
+                send[j] = thr_val(t->rank, it, j);
+                recv[j] = inplace ? send[j] : -1;
+            }
+            recv[count] = -7;
+            ofl_call_t oc = { inplace ? (void *) recv : (void *) send, recv, isum, 8, count, 64 };
+            thr_call(t, &sp, &e, &oc, it);
+            for (size_t j = 0; j < count; ++j) {
+                uint64_t want = 0;
+                for (int r = 0; r < n; ++r) {
+                    want += (uint64_t) thr_val(r, it, j);
+                }
+                wrong += (uint64_t) recv[j] != want;
+            }
+            wrong += -7 != recv[count];
+        }
+        if (wrong) {
+            thr_fail(t, "split allreduce", it);
+        }
+        if (0 == it % 2) {
+            size_t count = 1 + (size_t) (it % 3);
+            for (size_t j = 0; j < count; ++j) {
+                send[j] = thr_val(t->rank, -it, j);
+                recv[j] = -1;
+            }
+            ofl_call_t oc = { send, recv, isum, 8, count, 0 };
+            thr_call(t, &ex, &e, &oc, it);
+            for (size_t j = 0; j < count; ++j) {
+                uint64_t want = 0;
+                for (int r = 0; r < n; ++r) {
+                    want += (uint64_t) thr_val(r, -it, j);
+                }
+                wrong += (uint64_t) recv[j] != want;
+            }
+            if (wrong) {
+                thr_fail(t, "exchange between splits", it);
+            }
+        }
+        if (0 == it % 3) {
+            send[0] = thr_val(t->rank, it + 7777, 0);
+            recv[0] = send[0];
+            ofl_call_t oc = { recv, recv, isum, 8, 1, 0 };
+            thr_call(t, &ar, &e, &oc, it);
+            uint64_t want = 0;
+            for (int r = 0; r < n; ++r) {
+                want += (uint64_t) thr_val(r, it + 7777, 0);
+            }
+            if ((uint64_t) recv[0] != want) {
+                thr_fail(t, "tree allreduce between splits", it);
+            }
+        }
+        if (0 == it % 5) {
+            int root = (it / 5) % n;
+            size_t len = 1 + (size_t) (it % 40);
+            for (size_t j = 0; j < len; ++j) {
+                bb[j] = t->rank == root ? pattern(root, (uint32_t) it, j) : SENTINEL;
+            }
+            ofl_call_t ob = { NULL, bb, NULL, 1, len, 0 };
+            thr_call(t, &bc[root], &e, &ob, it);
+            for (size_t j = 0; j < len; ++j) {
+                wrong += bb[j] != pattern(root, (uint32_t) it, j);
+            }
+            if (wrong) {
+                thr_fail(t, "bcast between splits", it);
+            }
+        }
+    }
+    free(br);
+    ofl_program_free(&sp);
+    ofl_program_free(&ex);
+    ofl_program_free(&ar);
+    for (int r = 0; r < n; ++r) {
+        ofl_program_free(&bc[r]);
+    }
+    memcpy(t->in, e.in, sizeof(uint64_t) * (size_t) n * NCH);
+    memcpy(t->out, e.out, sizeof(uint64_t) * (size_t) n * NCH);
+    ofl_edges_fini(&e);
+    return NULL;
+}
+
+enum { THR_TREE, THR_EXCHANGE, THR_SPLIT };
+
+/* THR_TREE: thr_main on 256-byte segments; THR_EXCHANGE: thr_xmain on 4 KiB ones;
+ * THR_SPLIT: thr_smain on 4 KiB slots, most calls cut smaller by seg_bytes. */
+static void test_threads(int n, int slots, ofl_tree_kind_t kind, int radix, int mode,
+                         int iters)
+{
+    static const char *mode_name[] = { "tree", "exchange", "split" };
+    size_t segsize = THR_TREE == mode ? 256 : 4096;
     char name[64];
     shm_name(name, sizeof(name));
     thr_t t[8];
@@ -1861,7 +3010,7 @@ static void test_threads(int n, int slots, ofl_tree_kind_t kind, int radix, int 
     for (int r = 0; r < n; ++r) {
         t[r].rank = r;
         t[r].n = n;
-        t[r].small_iters = 2000;
+        t[r].small_iters = iters;
         t[r].params = (ofl_sched_params_t) { kind, radix, OFL_TREE_KNOMIAL, 2, slots, 0 };
         rc = 0 == r ? ofl_softnic_create(&t[r].nic, name, n, r, slots, segsize)
                     : ofl_softnic_attach(&t[r].nic, name, n, r, slots, segsize);
@@ -1874,33 +3023,49 @@ static void test_threads(int n, int slots, ofl_tree_kind_t kind, int radix, int 
     if (0 != rc) {
         return;
     }
+    void *(*body[])(void *) = { thr_main, thr_xmain, thr_smain };
     pthread_t th[8];
     for (int r = 0; r < n; ++r) {
-        CHECK(0 == pthread_create(&th[r], NULL, exchange ? thr_xmain : thr_main, &t[r]),
-              "pthread_create");
+        CHECK(0 == pthread_create(&th[r], NULL, body[mode], &t[r]), "pthread_create");
     }
     long calls = 0;
     for (int r = 0; r < n; ++r) {
         pthread_join(th[r], NULL);
-        CHECK(0 == t[r].bad, "threads n %d%s: %ld failures, first: %s", n,
-              exchange ? " exchange" : "", t[r].bad, t[r].first);
+        CHECK(0 == t[r].bad, "threads n %d %s: %ld failures, first: %s", n, mode_name[mode],
+              t[r].bad, t[r].first);
         calls += t[r].calls;
     }
-    long want = exchange ? 2000 + 667 + 667 : 2000 + 18;
-    CHECK(calls == (long) n * want, "threads n %d: %ld calls", n, calls);
-    /* Every call is over: each count equals the items its edge carried. */
-    int bad = 0, edges = 0;
+    long want = THR_TREE == mode       ? iters + 18
+                : THR_EXCHANGE == mode ? iters + (iters + 2) / 3 + (iters + 1) / 3
+                                       : smain_calls(iters);
+    CHECK(calls == (long) n * want, "threads n %d %s: %ld calls", n, mode_name[mode], calls);
+    /* Every call is over: each count equals the items its stream carried, and the
+     * trigger test agrees with it exactly. */
+    int bad = 0, used[NCH] = { 0 };
     for (int a = 0; a < n; ++a) {
         for (int b = 0; b < n; ++b) {
-            ofl_nic_t *na = &t[a].nic.base, *nb = &t[b].nic.base;
-            uint64_t data = nb->ops->counter(nb, OFL_CNT_DATA, a);
-            edges += data > 0;
-            bad += data != t[a].out[b] || data != t[b].in[a]
-                   || na->ops->counter(na, OFL_CNT_CREDIT, b) != t[b].in[a];
+            for (int c = 0; c < NCH; ++c) {
+                ofl_nic_t *na = &t[a].nic.base, *nb = &t[b].nic.base;
+                uint64_t data = nb->ops->counter(nb, OFL_CNT_DATA, a, c);
+                uint64_t credit = na->ops->counter(na, OFL_CNT_CREDIT, b, c);
+                uint64_t out = t[a].out[b * NCH + c], in = t[b].in[a * NCH + c];
+                used[c] += data > 0;
+                bad += data != out || data != in || credit != in
+                       || !nb->ops->reached(nb, OFL_CNT_DATA, a, c, data)
+                       || nb->ops->reached(nb, OFL_CNT_DATA, a, c, data + 1)
+                       || !na->ops->reached(na, OFL_CNT_CREDIT, b, c, credit)
+                       || na->ops->reached(na, OFL_CNT_CREDIT, b, c, credit + 1);
+            }
         }
     }
-    CHECK(0 == bad && (!exchange || edges == n * (n - 1)) && edges >= 2 * (n - 1),
-          "threads n %d: %d edges off their counts, %d edges used", n, bad, edges);
+    /* Trees use n - 1 streams up (channel 0) and down (1); exchange all pairs on
+     * channel 0; split all pairs on both. */
+    int all = n * (n - 1);
+    int used_ok = THR_TREE == mode       ? used[0] >= n - 1 && used[1] >= n - 1
+                  : THR_EXCHANGE == mode ? used[0] == all && used[1] >= n - 1
+                                         : used[0] == all && used[1] == all;
+    CHECK(0 == bad && used_ok, "threads n %d %s: %d streams off their counts, %d + %d used", n,
+          mode_name[mode], bad, used[0], used[1]);
     for (int r = 0; r < n; ++r) {
         ofl_softnic_detach(&t[r].nic);
     }
@@ -1924,7 +3089,7 @@ static void *poison_waiter(void *arg)
     ofl_edges_t e;
     ofl_edges_init(&e, 3);
     int64_t s[10] = { 0 }, r[10];
-    ofl_call_t oc = { s, r, ofl_alu_lookup(OFL_OP_SUM, OFL_T_INT64), 8, 10 };
+    ofl_call_t oc = { s, r, ofl_alu_lookup(OFL_OP_SUM, OFL_T_INT64), 8, 10, 0 };
     ofl_inst_t inst;
     ofl_engine_post(&inst, &p->prog, &p->nic.base, &e, &oc);
     /* Long timeout only as a safety net: the poison must end the wait first. */
@@ -2002,7 +3167,7 @@ static void test_watchdog(void)
     CHECK(0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, 0, 2, &pk, &p), "compile");
     ofl_edges_init(&e, 2);
     int32_t s = 1, r = 0;
-    ofl_call_t oc = { &s, &r, ofl_alu_lookup(OFL_OP_SUM, OFL_T_INT32), 4, 1 };
+    ofl_call_t oc = { &s, &r, ofl_alu_lookup(OFL_OP_SUM, OFL_T_INT32), 4, 1, 0 };
     ofl_inst_t inst;
     ofl_engine_post(&inst, &p, &a.base, &e, &oc);
     long hooks = 0;
@@ -2069,7 +3234,7 @@ static void test_dead_peer(void)
     CHECK(0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, 0, 2, &pk, &p), "compile");
     ofl_edges_init(&e, 2);
     int32_t s = 1, r = 0;
-    ofl_call_t oc = { &s, &r, ofl_alu_lookup(OFL_OP_SUM, OFL_T_INT32), 4, 1 };
+    ofl_call_t oc = { &s, &r, ofl_alu_lookup(OFL_OP_SUM, OFL_T_INT32), 4, 1, 0 };
     ofl_inst_t inst;
     ofl_engine_post(&inst, &p, nic, &e, &oc);
     ofl_wait_opts_t o = { NULL, NULL, 64, 5.0, 0.01 };
@@ -2096,6 +3261,7 @@ int main(void)
     double t0 = now_s();
     test_shape();
     test_shape_exchange();
+    test_shape_split();
     double t1 = now_s();
     test_softnic_api();
     test_sim_matrix();
@@ -2104,18 +3270,31 @@ int main(void)
     test_sim_exchange_barrier();
     test_sim_thresholds();
     test_sim_float();
+    test_sim_split();
+    test_sim_split_float();
+    test_sim_split_blocked();
+    /* The engine's queue rule held after every step of every simulated call; it
+     * did hold triggered descriptors back (in-place exchange: the combine of a
+     * segment may trigger before its put); and every call was cut into the
+     * segments engine.h defines. */
+    CHECK(0 == stats.rule_broken, "queue rule broken %ld times", stats.rule_broken);
+    CHECK(stats.rule_held > 0, "the queue rule never held a descriptor back");
+    CHECK(0 == stats.bad_nseg, "%ld posts with an unexpected segment count", stats.bad_nseg);
     double t2 = now_s();
     test_dead_peer();
     test_watchdog();
     test_poison();
     double t3 = now_s();
-    test_threads(2, 1, OFL_TREE_KARY, 2, 0);
-    test_threads(3, 2, OFL_TREE_KNOMIAL, 2, 0);
-    test_threads(4, 4, OFL_TREE_KARY, 3, 0);
-    test_threads(8, 2, OFL_TREE_KNOMIAL, 2, 0);
-    test_threads(2, 1, OFL_TREE_KARY, 2, 1);
-    test_threads(4, 2, OFL_TREE_KNOMIAL, 2, 1);
-    test_threads(8, 1, OFL_TREE_KARY, 3, 1);
+    test_threads(2, 1, OFL_TREE_KARY, 2, THR_TREE, 2000);
+    test_threads(3, 2, OFL_TREE_KNOMIAL, 2, THR_TREE, 2000);
+    test_threads(4, 4, OFL_TREE_KARY, 3, THR_TREE, 2000);
+    test_threads(8, 2, OFL_TREE_KNOMIAL, 2, THR_TREE, 2000);
+    test_threads(2, 1, OFL_TREE_KARY, 2, THR_EXCHANGE, 2000);
+    test_threads(4, 2, OFL_TREE_KNOMIAL, 2, THR_EXCHANGE, 2000);
+    test_threads(8, 1, OFL_TREE_KARY, 3, THR_EXCHANGE, 2000);
+    test_threads(2, 1, OFL_TREE_KNOMIAL, 2, THR_SPLIT, 1500);
+    test_threads(4, 2, OFL_TREE_KARY, 2, THR_SPLIT, 1500);
+    test_threads(8, 1, OFL_TREE_KNOMIAL, 3, THR_SPLIT, 500);
     double t4 = now_s();
     check_no_leftover_shm();
     printf("engine: shape %.2f s, sim %.2f s, failure %.2f s, threads %.2f s\n", t1 - t0,
