@@ -84,6 +84,8 @@ typedef struct {
     ofl_program_t barrier_x;
     ofl_program_t *reduce;    /* [size]: one per root */
     ofl_program_t *bcast;     /* [size] */
+    ofl_program_t *bcast_get; /* [size]: children read the parent's buffer */
+    int single_copy;          /* every rank can read every other's memory */
     ofl_inst_t inst;          /* the blocking call in flight */
     void *pack;               /* staging for non-contiguous bcast layouts; grows only */
     size_t pack_bytes;

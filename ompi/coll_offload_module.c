@@ -38,9 +38,13 @@ static void release_nic(mca_coll_offload_module_t *m)
     for (int r = 0; r < m->size && NULL != m->bcast; ++r) {
         ofl_program_free(&m->bcast[r]);
     }
+    for (int r = 0; r < m->size && NULL != m->bcast_get; ++r) {
+        ofl_program_free(&m->bcast_get[r]);
+    }
     free(m->reduce);
     free(m->bcast);
-    m->reduce = m->bcast = NULL;
+    free(m->bcast_get);
+    m->reduce = m->bcast = m->bcast_get = NULL;
     ofl_edges_fini(&m->edges);
 }
 
@@ -140,7 +144,8 @@ static int compile_all(mca_coll_offload_module_t *m)
     sp.shape = OFL_SCHED_TREE;
     m->reduce = calloc((size_t) m->size, sizeof(*m->reduce));
     m->bcast = calloc((size_t) m->size, sizeof(*m->bcast));
-    if (NULL == m->reduce || NULL == m->bcast) {
+    m->bcast_get = calloc((size_t) m->size, sizeof(*m->bcast_get));
+    if (NULL == m->reduce || NULL == m->bcast || NULL == m->bcast_get) {
         return -1;
     }
     for (int r = 0; r < m->size; ++r) {
@@ -148,6 +153,11 @@ static int compile_all(mca_coll_offload_module_t *m)
             || 0 != ofl_sched_compile(OFL_COLL_BCAST, r, m->rank, m->size, &sp, &m->bcast[r])) {
             return -1;
         }
+        sp.byref = 1;
+        if (0 != ofl_sched_compile(OFL_COLL_BCAST, r, m->rank, m->size, &sp, &m->bcast_get[r])) {
+            return -1;
+        }
+        sp.byref = 0;
     }
     return 0;
 }
@@ -189,24 +199,29 @@ int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicato
         char name[56];
         int rc;
         int pad;
+        uint64_t probe_addr;    /* a word of rank 0's memory, to test reading it */
+        uint64_t probe_value;
     } msg;
     memset(&msg, 0, sizeof(msg));
-    int ok = 1;
+    int ok[2] = { 1, 1 };       /* the NIC works; cross-memory reads work */
+    volatile uint64_t probe = ((uint64_t) getpid() << 32) ^ 0x6f666c6f6164ull;
 
     if (0 != ofl_edges_init(&m->edges, m->size) || 0 != compile_all(m)) {
-        ok = 0;
+        ok[0] = 0;
     }
     size_t segsize = p->segment_size ? p->segment_size : 16384;
     if (0 == m->rank) {
         snprintf(msg.name, sizeof(msg.name), "/coll_offload.%d.%u.%u", (int) getpid(),
                  comm->c_contextid, serial++);
         msg.rc = ofl_softnic_create(&m->nic, msg.name, m->size, 0, p->slots, segsize);
+        msg.probe_addr = (uint64_t) (uintptr_t) &probe;
+        msg.probe_value = probe;
         if (0 != msg.rc) {
             opal_output_verbose(1, c->output, "coll:offload: %s: cannot create %s (%zu bytes): %s",
                                 comm->c_name, msg.name,
                                 ofl_softnic_bytes(m->size, p->slots, segsize),
                                 strerror(-msg.rc));
-            ok = 0;
+            ok[0] = 0;
         }
     }
     int rc = m->prev_bcast(&msg, (int) sizeof(msg), MPI_BYTE, 0, comm, m->prev_bcast_module);
@@ -215,26 +230,39 @@ int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicato
     }
     if (0 != m->rank) {
         if (0 != msg.rc) {
-            ok = 0;
+            ok[0] = 0;
         } else {
             int arc = ofl_softnic_attach(&m->nic, msg.name, m->size, m->rank, p->slots,
                                          segsize);
             if (0 != arc) {
                 opal_output_verbose(1, c->output, "coll:offload: %s: cannot attach %s: %s",
                                     comm->c_name, msg.name, strerror(-arc));
-                ok = 0;
+                ok[0] = 0;
+            } else {
+                /* Single-copy reads need cross-memory attach (ptrace rules may
+                 * forbid it): try one on rank 0, which waits in the agreement
+                 * below, so the word is still there. */
+                int prc = ofl_softnic_probe_get(&m->nic, 0, (const void *) msg.probe_addr,
+                                                msg.probe_value);
+                if (0 != prc) {
+                    opal_output_verbose(1, c->output,
+                                        "coll:offload: %s: cannot read a peer's memory (%s): "
+                                        "no single-copy bcast",
+                                        comm->c_name, strerror(-prc));
+                    ok[1] = 0;
+                }
             }
         }
     }
-    int all_ok = 0;
-    rc = m->prev_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm, m->prev_allreduce_module);
+    int all_ok[2] = { 0, 0 };
+    rc = m->prev_allreduce(ok, all_ok, 2, MPI_INT, MPI_MIN, comm, m->prev_allreduce_module);
     if (0 == m->rank && 0 == msg.rc) {
         ofl_softnic_unlink(msg.name);
     }
     if (OMPI_SUCCESS != rc) {
         return rc;
     }
-    if (!all_ok) {
+    if (!all_ok[0]) {
         release_nic(m);
         m->state = OFL_MOD_DISABLED;
         if (0 == m->rank) {
@@ -246,6 +274,7 @@ int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicato
         return OMPI_SUCCESS;
     }
     m->state = OFL_MOD_READY;
+    m->single_copy = all_ok[1];
     opal_output_verbose(1, c->output,
                         "coll:offload: %s (cid %u, %d ranks): software NIC ready, %zu-byte "
                         "segments, %d slots/edge",

@@ -69,6 +69,11 @@ static inline int ensure_ready(mca_coll_offload_module_t *m, struct ompi_communi
  * where per-segment handshakes would dominate. */
 static inline size_t pick_segment(const ofl_program_t *prog, size_t bytes)
 {
+    if (prog->byref) {
+        /* a reference per segment: few and large (each read is a system call) */
+        size_t seg = bytes / 4;
+        return seg < 65536 ? 65536 : seg;
+    }
     size_t pieces = 8 * (size_t) prog->period;
     size_t seg = bytes / pieces;
     return seg < 16384 ? 16384 : seg;
@@ -85,7 +90,7 @@ static int run(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_
     }
     call->seg_bytes = pick_segment(prog, call->count * call->elem);
     ofl_engine_post(&m->inst, prog, &m->nic.base, &m->edges, call);
-    if (OPAL_LIKELY(ofl_engine_progress(&m->inst))) {
+    if (OPAL_LIKELY(ofl_engine_progress(&m->inst) > 0)) {
         return OMPI_SUCCESS;
     }
     ofl_wait_opts_t opts = {
@@ -108,7 +113,13 @@ static int run(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_
     if (!ofl_engine_blocker(&m->inst, &who, &cnt, &have, &need)) {
         who = peer;
     }
-    if (OFL_WAIT_PEER_DEAD == st) {
+    if (OFL_WAIT_FAILED == st) {
+        opal_output(0,
+                    "coll:offload: %s on communicator %s (cid %u) rank %d: reading a peer's "
+                    "memory failed (%s); returning MPI_ERR_OTHER",
+                    mpi_names[coll], comm->c_name, comm->c_contextid, m->rank,
+                    strerror(-m->inst.error));
+    } else if (OFL_WAIT_PEER_DEAD == st) {
         opal_output(0,
                     "coll:offload: %s on communicator %s (cid %u): rank %d of that "
                     "communicator is gone (its process exited); returning MPI_ERR_OTHER",
@@ -119,7 +130,7 @@ static int run(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_
                     "waited more than %.3g s; still missing rank %d (%s counter %llu of %lld); "
                     "returning MPI_ERR_OTHER",
                     mpi_names[coll], comm->c_name, comm->c_contextid, m->rank,
-                    c->params.watchdog, who, cnt == OFL_CNT_DATA ? "data" : "credit",
+                    c->params.watchdog, who, cnt / OFL_CHANNELS == OFL_CNT_DATA ? "data" : "credit",
                     (unsigned long long) have, (long long) need);
     }
     return MPI_ERR_OTHER;
@@ -153,7 +164,7 @@ int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
                                struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
-    ofl_call_t call;
+    ofl_call_t call = { 0 };
     ofl_alg_t alg;
     int reason = check_reduction(OFL_COLL_ALLREDUCE, dtype, op, count, &call, &alg);
     if (R_OFFLOAD == reason && !ensure_ready(m, comm)) {
@@ -183,7 +194,7 @@ int mca_coll_offload_reduce(const void *sbuf, void *rbuf, int count,
                             struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
-    ofl_call_t call;
+    ofl_call_t call = { 0 };
     ofl_alg_t alg;
     int reason = check_reduction(OFL_COLL_REDUCE, dtype, op, count, &call, &alg);
     if (R_OFFLOAD == reason && !ensure_ready(m, comm)) {
@@ -200,6 +211,12 @@ int mca_coll_offload_reduce(const void *sbuf, void *rbuf, int count,
         return OMPI_SUCCESS;
     }
     return run(m, OFL_COLL_REDUCE, &m->reduce[root], &call, comm);
+}
+
+static inline const ofl_program_t *bcast_program(mca_coll_offload_module_t *m, ofl_alg_t alg,
+                                                 int root)
+{
+    return (OFL_ALG_GET == alg && m->single_copy) ? &m->bcast_get[root] : &m->bcast[root];
 }
 
 /* Pack or unpack a non-contiguous bcast buffer through the module's staging
@@ -255,7 +272,7 @@ int mca_coll_offload_bcast(void *buf, int count, struct ompi_datatype_t *dtype, 
         ptrdiff_t true_lb = 0, true_extent = 0;
         ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
         call.send = call.recv = (char *) buf + true_lb;
-        return run(m, OFL_COLL_BCAST, &m->bcast[root], &call, comm);
+        return run(m, OFL_COLL_BCAST, bcast_program(m, alg, root), &call, comm);
     }
     if (m->pack_bytes < bytes) {
         void *p = realloc(m->pack, bytes);
@@ -273,7 +290,7 @@ int mca_coll_offload_bcast(void *buf, int count, struct ompi_datatype_t *dtype, 
         return OMPI_ERROR;
     }
     call.send = call.recv = m->pack;
-    int rc = run(m, OFL_COLL_BCAST, &m->bcast[root], &call, comm);
+    int rc = run(m, OFL_COLL_BCAST, bcast_program(m, alg, root), &call, comm);
     if (OMPI_SUCCESS == rc && m->rank != root && 0 != stage_bcast(m, buf, count, dtype, bytes, 0)) {
         return OMPI_ERROR;
     }

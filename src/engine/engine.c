@@ -40,6 +40,12 @@ void ofl_engine_post(ofl_inst_t *inst, const ofl_program_t *prog, ofl_nic_t *nic
     inst->count = call->count;
     size_t seg = (call->seg_bytes && call->seg_bytes < nic->slot_bytes) ? call->seg_bytes
                                                                         : nic->slot_bytes;
+    if (prog->byref) {
+        /* items carry references, not data: no slot bounds a segment */
+        seg = call->seg_bytes ? call->seg_bytes : call->count * inst->elem;
+        seg = seg ? seg : 1;
+    }
+    inst->error = 0;
     size_t per = seg / inst->elem;
     inst->seg_elems = per ? per : 1;
     inst->nseg = (uint32_t) ((call->count + inst->seg_elems - 1) / inst->seg_elems);
@@ -159,7 +165,7 @@ static void combine(const ofl_inst_t *inst, const ofl_desc_t *d, const ofl_ref_t
     }
 }
 
-static void fire(const ofl_inst_t *inst, const ofl_desc_t *d, uint32_t round, uint32_t seg)
+static int fire(const ofl_inst_t *inst, const ofl_desc_t *d, uint32_t round, uint32_t seg)
 {
     const ofl_program_t *p = inst->prog;
     ofl_nic_t *nic = inst->nic;
@@ -175,17 +181,41 @@ static void fire(const ofl_inst_t *inst, const ofl_desc_t *d, uint32_t round, ui
     size_t len = n * inst->elem;
     if (len > 0 && d->n_out > 0) {
         const ofl_ref_t *refs = &p->refs[d->first_ref];
-        void *out0 = resolve(inst, refs[d->n_in], 1, round, off);
-        const void *in0 = resolve(inst, refs[0], 0, round, off);
-        if (1 == d->n_in) {
-            if (out0 != in0) {
-                memcpy(out0, in0, len);
-            }
+        const ofl_ref_t *outs = refs + d->n_in;
+        const void *result;    /* where the descriptor's result lies, locally */
+        int first_out = 1;
+        if (OFL_BUF_PEER == outs[0].buf && outs[0].byref) {
+            /* nothing to compute here: the peers read in[0] where it is */
+            result = resolve(inst, refs[0], 0, round, off);
+            first_out = 0;
         } else {
-            combine(inst, d, refs, round, off, out0, n);
+            void *out0 = resolve(inst, outs[0], 1, round, off);
+            if (OFL_BUF_PEER == refs[0].buf && refs[0].byref) {
+                int rc = nic->ops->get(nic, p->peers[refs[0].peer], refs[0].chan,
+                                       item_in(inst, refs[0].peer, refs[0].chan, round,
+                                               refs[0].k),
+                                       0, out0, len);
+                if (0 != rc) {
+                    return rc;
+                }
+            } else if (1 == d->n_in) {
+                const void *in0 = resolve(inst, refs[0], 0, round, off);
+                if (out0 != in0) {
+                    memcpy(out0, in0, len);
+                }
+            } else {
+                combine(inst, d, refs, round, off, out0, n);
+            }
+            result = out0;
         }
-        for (int k = 1; k < d->n_out; ++k) {
-            memcpy(resolve(inst, refs[d->n_in + k], 1, round, off), out0, len);
+        for (int k = first_out; k < d->n_out; ++k) {
+            if (OFL_BUF_PEER == outs[k].buf && outs[k].byref) {
+                nic->ops->put_ref(nic, p->peers[outs[k].peer], outs[k].chan,
+                                  item_out(inst, outs[k].peer, outs[k].chan, round, outs[k].k),
+                                  result, len);
+            } else {
+                memcpy(resolve(inst, outs[k], 1, round, off), result, len);
+            }
         }
     }
     for (int k = 0; k < d->n_cp; ++k) {
@@ -194,6 +224,7 @@ static void fire(const ofl_inst_t *inst, const ofl_desc_t *d, uint32_t round, ui
                                                  : item_in(inst, c->peer, c->chan, round, c->k);
         nic->ops->bump(nic, c->cnt, p->peers[c->peer], c->chan, item);
     }
+    return 0;
 }
 
 /* Segment of queue q's next descriptor execution, or nseg when q is done. */
@@ -213,6 +244,9 @@ static inline uint32_t next_seg(const ofl_inst_t *inst, int q)
 int ofl_engine_progress(ofl_inst_t *inst)
 {
     const ofl_program_t *p = inst->prog;
+    if (inst->error) {
+        return -1;
+    }
     int complete = 1;
     uint32_t limit = inst->nseg;   /* segments every earlier queue has finished */
     for (int q = 0; q < p->nqueues; ++q) {
@@ -230,7 +264,12 @@ int ofl_engine_progress(ofl_inst_t *inst)
             if (seg >= limit || !triggered(inst, d, round)) {
                 break;
             }
-            fire(inst, d, round, seg);
+            int rc = fire(inst, d, round, seg);
+            if (0 != rc) {
+                inst->cursor[q] = cur;
+                inst->error = rc;
+                return -1;
+            }
             cur++;
         }
         inst->cursor[q] = cur;
@@ -290,14 +329,16 @@ static inline void cpu_relax(void)
 
 ofl_wait_status_t ofl_engine_wait(ofl_inst_t *inst, const ofl_wait_opts_t *opts, int *peer)
 {
-    if (ofl_engine_progress(inst)) {
-        return OFL_WAIT_OK;
+    int done = ofl_engine_progress(inst);
+    if (done) {
+        return done > 0 ? OFL_WAIT_OK : OFL_WAIT_FAILED;
     }
     double start = now_s();
     double next_check = start + opts->liveness_period_s;
     for (unsigned long iter = 1;; ++iter) {
-        if (ofl_engine_progress(inst)) {
-            return OFL_WAIT_OK;
+        done = ofl_engine_progress(inst);
+        if (done) {
+            return done > 0 ? OFL_WAIT_OK : OFL_WAIT_FAILED;
         }
         if (opts->progress && 0 == (iter & 63)) {
             opts->progress(opts->ctx);
@@ -328,8 +369,9 @@ ofl_wait_status_t ofl_engine_wait(ofl_inst_t *inst, const ofl_wait_opts_t *opts,
         }
         if (!inst->nic->ops->peer_alive(inst->nic, who)) {
             /* Last look: the peer may have finished its part before it left. */
-            if (ofl_engine_progress(inst)) {
-                return OFL_WAIT_OK;
+            done = ofl_engine_progress(inst);
+            if (done) {
+                return done > 0 ? OFL_WAIT_OK : OFL_WAIT_FAILED;
             }
             inst->nic->ops->poison(inst->nic, who);
             *peer = who;

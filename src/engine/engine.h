@@ -42,6 +42,7 @@ typedef struct {
     uint32_t nseg;
     uint32_t rounds;        /* ceil(nseg / period) */
     uint32_t cursor[OFL_PROG_MAX_QUEUES];   /* descriptor executions done */
+    int error;              /* 0, or -errno of a failed read of a peer's memory */
     uint64_t base_in[OFL_PROG_MAX_PEERS][OFL_CHANNELS];
     uint64_t base_out[OFL_PROG_MAX_PEERS][OFL_CHANNELS];
 } ofl_inst_t;
@@ -52,7 +53,8 @@ typedef struct {
     ofl_alu_fn fn;
     size_t elem;
     size_t count;
-    size_t seg_bytes;       /* segment size for this call; 0 or > slot: the slot size */
+    size_t seg_bytes;       /* segment size for this call; 0 or > slot: the slot size
+                               (by-reference programs: any size; 0 = the message) */
 } ofl_call_t;
 
 /* Prepare inst to run prog for this call and advance the edge sequences past it.
@@ -61,7 +63,8 @@ void ofl_engine_post(ofl_inst_t *inst, const ofl_program_t *prog, ofl_nic_t *nic
                      ofl_edges_t *edges, const ofl_call_t *call);
 
 /* Fire every descriptor whose triggers hold. Returns 1 once the call is complete,
- * 0 otherwise. Never blocks. Within a queue descriptors fire in order; a queue
+ * 0 otherwise, -1 when it failed (inst->error: a by-reference read failed; the
+ * call cannot complete). Never blocks. Within a queue descriptors fire in order; a queue
  * never works on a segment an earlier queue has not finished (in-place, a later
  * queue may overwrite the buffer an earlier one still has to send). */
 int ofl_engine_progress(ofl_inst_t *inst);
@@ -75,7 +78,8 @@ int ofl_engine_blocker(const ofl_inst_t *inst, int *peer, int *cnt, uint64_t *ha
 typedef enum {
     OFL_WAIT_OK = 0,
     OFL_WAIT_PEER_DEAD,
-    OFL_WAIT_TIMEOUT
+    OFL_WAIT_TIMEOUT,
+    OFL_WAIT_FAILED         /* inst->error says why */
 } ofl_wait_status_t;
 
 typedef struct {

@@ -28,6 +28,14 @@ typedef struct {
     void *(*inbox)(ofl_nic_t *nic, int peer, int chan, uint64_t item);
     /* `peer`'s mailbox slot for item `item` of stream (me -> peer, chan). */
     void *(*outbox)(ofl_nic_t *nic, int peer, int chan, uint64_t item);
+    /* By-reference items (an RDMA read): publish in peer's mailbox slot of the
+     * item where `len` bytes of mine lie; and, at the receiver, read the bytes
+     * an item of stream (peer -> me, chan) refers to, from `offset` on, into dst.
+     * get returns 0 or -errno. NULL when the backend cannot read a peer's memory. */
+    void (*put_ref)(ofl_nic_t *nic, int peer, int chan, uint64_t item, const void *src,
+                    uint64_t len);
+    int (*get)(ofl_nic_t *nic, int peer, int chan, uint64_t item, uint64_t offset, void *dst,
+               uint64_t len);
     /* 0 when peer's process is known to be gone, 1 otherwise. */
     int (*peer_alive)(ofl_nic_t *nic, int peer);
     /* A rank that finds a dead peer marks the whole communicator so that ranks

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "sched/program.h"
@@ -138,6 +139,47 @@ static void *sn_outbox(ofl_nic_t *b, int peer, int chan, uint64_t item)
     return slot_at((ofl_softnic_t *) b, peer, b->rank, chan, item) + STAMP;
 }
 
+/* A by-reference item: where the bytes lie in the sender's address space. */
+typedef struct {
+    uint64_t addr;
+    uint64_t len;
+} sn_ref_t;
+
+static void sn_put_ref(ofl_nic_t *b, int peer, int chan, uint64_t item, const void *src,
+                       uint64_t len)
+{
+    sn_ref_t *ref = (sn_ref_t *) (slot_at((ofl_softnic_t *) b, peer, b->rank, chan, item)
+                                  + STAMP);
+    ref->addr = (uint64_t) (uintptr_t) src;
+    ref->len = len;
+}
+
+/* Cross-memory attach: the kernel copies straight from the sender's pages (one
+ * copy, and the source lines are read clean rather than snooped dirty out of the
+ * writer's cache as a mailbox copy would be). */
+static int sn_get(ofl_nic_t *b, int peer, int chan, uint64_t item, uint64_t offset, void *dst,
+                  uint64_t len)
+{
+    ofl_softnic_t *nic = (ofl_softnic_t *) b;
+    const sn_ref_t *ref = (const sn_ref_t *) (slot_at(nic, b->rank, peer, chan, item) + STAMP);
+    softnic_hdr_t *h = (softnic_hdr_t *) nic->mem;
+    if (offset > ref->len || ref->len - offset < len) {
+        return -EINVAL;
+    }
+    uint64_t done = 0;
+    while (done < len) {
+        struct iovec local = { .iov_base = (char *) dst + done, .iov_len = len - done };
+        struct iovec remote = { .iov_base = (void *) (uintptr_t) (ref->addr + offset + done),
+                                .iov_len = len - done };
+        ssize_t n = process_vm_readv(h->pid[peer], &local, 1, &remote, 1, 0);
+        if (n <= 0) {
+            return n < 0 ? -errno : -EIO;
+        }
+        done += (uint64_t) n;
+    }
+    return 0;
+}
+
 static int sn_peer_alive(ofl_nic_t *b, int peer)
 {
     softnic_hdr_t *h = (softnic_hdr_t *) ((ofl_softnic_t *) b)->mem;
@@ -184,6 +226,8 @@ static const ofl_nic_ops_t softnic_ops = {
     .bump = sn_bump,
     .inbox = sn_inbox,
     .outbox = sn_outbox,
+    .put_ref = sn_put_ref,
+    .get = sn_get,
     .peer_alive = sn_peer_alive,
     .poison = sn_poison,
     .poisoned = sn_poisoned,
@@ -271,6 +315,18 @@ int ofl_softnic_attach(ofl_softnic_t *nic, const char *name, int size, int rank,
                        size_t segsize)
 {
     return setup(nic, name, size, rank, slots, segsize, 0);
+}
+
+int ofl_softnic_probe_get(ofl_softnic_t *nic, int peer, const void *addr, uint64_t expect)
+{
+    softnic_hdr_t *h = (softnic_hdr_t *) nic->mem;
+    uint64_t v = 0;
+    struct iovec local = { .iov_base = &v, .iov_len = sizeof(v) };
+    struct iovec remote = { .iov_base = (void *) addr, .iov_len = sizeof(v) };
+    if (sizeof(v) != process_vm_readv(h->pid[peer], &local, 1, &remote, 1, 0)) {
+        return -errno;
+    }
+    return v == expect ? 0 : -EIO;
 }
 
 int ofl_softnic_unlink(const char *name)

@@ -44,6 +44,10 @@ int ofl_softnic_create(ofl_softnic_t *nic, const char *name, int size, int rank,
 int ofl_softnic_attach(ofl_softnic_t *nic, const char *name, int size, int rank, int slots,
                        size_t segsize);
 
+/* Can this process read `peer`'s memory (cross-memory attach)? Reads the word
+ * at addr in peer's address space and compares it with expect: 0 or -errno. */
+int ofl_softnic_probe_get(ofl_softnic_t *nic, int peer, const void *addr, uint64_t expect);
+
 /* Remove the name (mappings stay valid); call once every rank has attached. */
 int ofl_softnic_unlink(const char *name);
 

@@ -21,7 +21,9 @@ typedef enum {
     OFL_ALG_FALLBACK,
     OFL_ALG_TREE,
     OFL_ALG_EXCHANGE,   /* allreduce/barrier: one-step all-to-all */
-    OFL_ALG_SPLIT       /* allreduce: segment ownership (reduce-scatter + allgather) */
+    OFL_ALG_SPLIT,      /* allreduce: segment ownership (reduce-scatter + allgather) */
+    OFL_ALG_GET         /* bcast: the tree, children reading the parent's buffer (single
+                           copy; the tree where the NIC cannot read peers' memory) */
 } ofl_alg_t;
 
 typedef struct {

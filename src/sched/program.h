@@ -47,12 +47,16 @@ typedef enum {
 } ofl_cnt_t;
 
 /* A buffer reference. For a mailbox: the stream (peer, chan) and `k`, the
- * position of this item among the stream's items of one round. */
+ * position of this item among the stream's items of one round. With `byref`
+ * the item carries no data but where the data lies in the sender's memory, and
+ * the receiver's NIC reads it from there (an RDMA read); the sender then must
+ * keep the data until the receiver's CREDIT says it has been read (a fence). */
 typedef struct {
     uint8_t buf;    /* ofl_buf_t */
     uint8_t peer;   /* index into the peer table when buf == OFL_BUF_PEER */
     uint8_t chan;
     uint8_t k;
+    uint8_t byref;
 } ofl_ref_t;
 
 /* Fires when my counter (cnt, peer, chan) >= base + round * per_round + rel,
@@ -77,7 +81,8 @@ typedef struct {
 
 /* out[0] = in[0] op in[1] op ... op in[n_in-1], combined left to right;
  * out[1..n_out-1] receive copies of out[0]. n_in == 1 is a copy; n_in == 0 and
- * n_out == 0 waits for its triggers only (a fence). */
+ * n_out == 0 waits for its triggers only (a fence). A by-reference output
+ * publishes where out[0] (or in[0], when out[0] is itself by reference) lies. */
 typedef struct {
     uint16_t first_ref;   /* n_in inputs then n_out outputs in prog->refs */
     uint8_t n_in;
@@ -111,6 +116,8 @@ typedef struct {
     int size;
     int slots;                          /* mailbox slots per stream */
     int period;                         /* segments per round */
+    int byref;                          /* items travel by reference: segments are
+                                           not bounded by the mailbox slot size */
     int npeers;
     int peers[OFL_PROG_MAX_PEERS];      /* comm ranks */
     /* [peer * OFL_CHANNELS + chan]: items read from / put to each stream */

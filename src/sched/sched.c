@@ -148,6 +148,35 @@ static void emit(builder_t *b, draft_t *d)
     }
 }
 
+/* A descriptor that moves nothing and waits until every by-reference output of
+ * `put` (just emitted) has been read: CREDIT of each such stream reaches the
+ * put's item + 1. */
+static void emit_fence(builder_t *b, const draft_t *put)
+{
+    ofl_program_t *p = b->p;
+    p->desc = grow(p->desc, &b->cap_desc, p->ndesc + 1, sizeof(*p->desc), &b->failed);
+    p->trigs = grow(p->trigs, &b->cap_trigs, p->ntrigs + put->n_out, sizeof(*p->trigs),
+                    &b->failed);
+    if (b->failed) {
+        return;
+    }
+    ofl_desc_t *desc = &p->desc[p->ndesc++];
+    memset(desc, 0, sizeof(*desc));
+    desc->first_ref = (uint16_t) p->nrefs;
+    desc->first_trig = (uint16_t) p->ntrigs;
+    desc->first_cp = (uint16_t) p->ncps;
+    desc->seg_off = (uint16_t) put->seg_off;
+    for (int i = 0; i < put->n_out; ++i) {
+        const ofl_ref_t *r = &put->out[i];
+        if (OFL_BUF_PEER == r->buf && r->byref) {
+            /* the put took position k_out - 1 of this stream's round */
+            int16_t rel = (int16_t) b->k_out[r->peer][r->chan];
+            p->trigs[p->ntrigs++] = (ofl_trig_t) { OFL_CNT_CREDIT, r->peer, r->chan, 0, rel };
+            desc->n_trig++;
+        }
+    }
+}
+
 /* Per stream: items per round and per partial round (descriptors run in seg_off
  * order within a queue, so a partial round is a prefix of each stream). */
 static int finish_streams(builder_t *b)
@@ -228,7 +257,7 @@ static void compile_up(builder_t *b, const ofl_tree_node_t *t, int result_down)
 
 /* Down the broadcast tree: take the parent's data (the root's own buffer), keep a
  * copy, forward it to the children. */
-static void compile_down(builder_t *b, const ofl_tree_node_t *t)
+static void compile_down(builder_t *b, const ofl_tree_node_t *t, int byref)
 {
     draft_t d = { 0 };
     if (t->parent >= 0) {
@@ -240,11 +269,27 @@ static void compile_down(builder_t *b, const ofl_tree_node_t *t)
     for (int i = 0; i < t->nchildren; ++i) {
         draft_add_chan(b, &d, 1, OFL_BUF_PEER, t->children[i], 1);
     }
+    if (byref) {
+        for (int i = 0; i < d.n_in; ++i) {
+            d.in[i].byref = OFL_BUF_PEER == d.in[i].buf;
+        }
+        for (int i = 0; i < d.n_out; ++i) {
+            d.out[i].byref = OFL_BUF_PEER == d.out[i].buf;
+        }
+    }
     begin_queue(b);
     if (d.n_out > 0) {
         emit(b, &d);
     }
     end_queue(b);
+    if (byref && t->nchildren > 0) {
+        /* The children read this rank's buffer: the call may complete (and the
+         * application reuse the buffer) only once each has said it is done. A
+         * queue of its own, so the next segment need not wait for this one. */
+        begin_queue(b);
+        emit_fence(b, &d);
+        end_queue(b);
+    }
 }
 
 /* Every rank: one descriptor puts the own contribution to every peer, one
@@ -352,7 +397,7 @@ static int compile_into(builder_t *b, ofl_coll_t coll, int root, int rank, int s
         }
         compile_up(b, &t, 1);
         if (t.parent >= 0) {
-            compile_down(b, &t);
+            compile_down(b, &t, 0);
         }
         break;
     case OFL_COLL_REDUCE:
@@ -367,7 +412,10 @@ static int compile_into(builder_t *b, ofl_coll_t coll, int root, int rank, int s
                                &t)) {
             return -1;
         }
-        compile_down(b, &t);
+        compile_down(b, &t, params->byref);
+        /* every item is a reference: no mailbox slot bounds a segment (the same
+         * on every rank, so all cut the message alike) */
+        prog->byref = params->byref;
         break;
     default:
         return -1;
@@ -437,7 +485,7 @@ static void dump_ref(const ofl_program_t *p, ofl_ref_t r, FILE *out)
         fputs("recv", out);
         break;
     default:
-        fprintf(out, "mbox[%d.%d]", p->peers[r.peer], r.chan);
+        fprintf(out, "%s[%d.%d]", r.byref ? "ref" : "mbox", p->peers[r.peer], r.chan);
         break;
     }
 }

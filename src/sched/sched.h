@@ -31,6 +31,10 @@ typedef struct {
     int bcast_radix;
     int slots;              /* mailbox slots per edge, >= 1 */
     ofl_sched_shape_t shape;    /* allreduce/barrier only */
+    /* bcast only: single copy, children read the parent's buffer (an RDMA read
+     * by the receiver) instead of the parent copying into their mailboxes.
+     * Needs a backend with get/put_ref. */
+    int byref;
 } ofl_sched_params_t;
 
 /* Build rank's program for `coll` rooted at `root` (ignored for allreduce and
