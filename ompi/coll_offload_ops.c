@@ -137,18 +137,18 @@ static int run(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_
 }
 
 /* The hard size cap, then the per-size policy. */
-static inline int check_size(ofl_coll_t coll, size_t bytes, ofl_alg_t *alg)
+static inline int check_size(ofl_coll_t coll, size_t bytes, int ranks, ofl_alg_t *alg)
 {
     const mca_coll_offload_params_t *p = &mca_coll_offload_component.params;
     if (bytes > p->max_bytes[coll]) {
         return R_SIZE;
     }
-    *alg = ofl_policy_pick(&p->policy[coll], bytes);
+    *alg = ofl_policy_pick(&p->policy[coll], bytes, ranks);
     return OFL_ALG_FALLBACK == *alg ? R_POLICY : R_OFFLOAD;
 }
 
 static inline int check_reduction(ofl_coll_t coll, struct ompi_datatype_t *dtype,
-                                  struct ompi_op_t *op, int count, ofl_call_t *call,
+                                  struct ompi_op_t *op, int count, int ranks, ofl_call_t *call,
                                   ofl_alg_t *alg)
 {
     int reason = mca_coll_offload_map(dtype, op, &call->fn, &call->elem);
@@ -156,7 +156,7 @@ static inline int check_reduction(ofl_coll_t coll, struct ompi_datatype_t *dtype
         return reason;
     }
     call->count = count > 0 ? (size_t) count : 0;
-    return check_size(coll, call->count * call->elem, alg);
+    return check_size(coll, call->count * call->elem, ranks, alg);
 }
 
 int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
@@ -166,7 +166,8 @@ int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     ofl_call_t call = { 0 };
     ofl_alg_t alg;
-    int reason = check_reduction(OFL_COLL_ALLREDUCE, dtype, op, count, &call, &alg);
+    int reason = check_reduction(OFL_COLL_ALLREDUCE, dtype, op, count, m->size, &call,
+                                 &alg);
     if (R_OFFLOAD == reason && !ensure_ready(m, comm)) {
         reason = R_NIC;
     }
@@ -196,7 +197,7 @@ int mca_coll_offload_reduce(const void *sbuf, void *rbuf, int count,
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     ofl_call_t call = { 0 };
     ofl_alg_t alg;
-    int reason = check_reduction(OFL_COLL_REDUCE, dtype, op, count, &call, &alg);
+    int reason = check_reduction(OFL_COLL_REDUCE, dtype, op, count, m->size, &call, &alg);
     if (R_OFFLOAD == reason && !ensure_ready(m, comm)) {
         reason = R_NIC;
     }
@@ -254,7 +255,7 @@ int mca_coll_offload_bcast(void *buf, int count, struct ompi_datatype_t *dtype, 
     ofl_alg_t alg;
     /* Only the byte size may decide: type signatures match across ranks but
      * layouts need not, so a non-contiguous layout is staged, not refused. */
-    int reason = check_size(OFL_COLL_BCAST, bytes, &alg);
+    int reason = check_size(OFL_COLL_BCAST, bytes, m->size, &alg);
     if (R_OFFLOAD == reason && !ensure_ready(m, comm)) {
         reason = R_NIC;
     }
@@ -301,7 +302,7 @@ int mca_coll_offload_barrier(struct ompi_communicator_t *comm, mca_coll_base_mod
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     ofl_alg_t alg = ofl_policy_pick(&mca_coll_offload_component.params.policy[OFL_COLL_BARRIER],
-                                    0);
+                                    0, m->size);
     int reason = OFL_ALG_FALLBACK == alg ? R_POLICY : R_OFFLOAD;
     if (R_OFFLOAD == reason && !ensure_ready(m, comm)) {
         reason = R_NIC;

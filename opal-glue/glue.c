@@ -122,8 +122,10 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
         mca_base_component_var_register(
             &c->super.collm_version, names[k],
             "Algorithm by message size: comma-separated ALG[:MAXBYTES] in increasing size "
-            "order, ALG one of exchange (allreduce/barrier), tree, fallback; the last entry "
-            "may omit its size; sizes take k/m/g suffixes. E.g. exchange:1024,tree:4m,fallback",
+            "order; ALG: tree, fallback, exchange (allreduce/barrier; its bound applies to "
+            "bytes x (ranks - 1), what each rank sends), split (allreduce), get (bcast, "
+            "single copy); the last entry may omit its size; k/m/g suffixes. "
+            "E.g. exchange:64k,split:4m,fallback",
             MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
             &p->policy_text[k]);
     }

@@ -37,11 +37,15 @@ typedef struct {
 /* Parse `text` into *policy. Returns 0, or -1 with a reason in err. */
 int ofl_policy_parse(const char *text, ofl_policy_t *policy, char *err, size_t errlen);
 
-/* The algorithm for a message of `bytes`. */
-static inline ofl_alg_t ofl_policy_pick(const ofl_policy_t *policy, uint64_t bytes)
+/* The algorithm for a message of `bytes` on `ranks` ranks. An exchange entry
+ * bounds what each rank sends, bytes * (ranks - 1), since every rank sends its
+ * data to every other: on more ranks it covers smaller messages. */
+static inline ofl_alg_t ofl_policy_pick(const ofl_policy_t *policy, uint64_t bytes, int ranks)
 {
+    uint64_t sent = bytes * (uint64_t) (ranks > 1 ? ranks - 1 : 1);
     for (int i = 0; i < policy->n; ++i) {
-        if (bytes <= policy->rule[i].max_bytes) {
+        uint64_t key = OFL_ALG_EXCHANGE == policy->rule[i].alg ? sent : bytes;
+        if (key <= policy->rule[i].max_bytes) {
             return policy->rule[i].alg;
         }
     }

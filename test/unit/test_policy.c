@@ -55,11 +55,19 @@ int main(void)
     ofl_policy_t p;
     char err[128];
     CHECK(0 == ofl_policy_parse("exchange:1024,tree:4096", &p, err, sizeof(err)), "%s", err);
-    CHECK(OFL_ALG_EXCHANGE == ofl_policy_pick(&p, 0), "0 bytes");
-    CHECK(OFL_ALG_EXCHANGE == ofl_policy_pick(&p, 1024), "1024 bytes");
-    CHECK(OFL_ALG_TREE == ofl_policy_pick(&p, 1025), "1025 bytes");
-    CHECK(OFL_ALG_TREE == ofl_policy_pick(&p, 4096), "4096 bytes");
-    CHECK(OFL_ALG_FALLBACK == ofl_policy_pick(&p, 4097), "4097 bytes");
+    CHECK(OFL_ALG_EXCHANGE == ofl_policy_pick(&p, 0, 2), "0 bytes");
+    CHECK(OFL_ALG_EXCHANGE == ofl_policy_pick(&p, 1024, 2), "1024 bytes");
+    CHECK(OFL_ALG_TREE == ofl_policy_pick(&p, 1025, 2), "1025 bytes");
+    CHECK(OFL_ALG_TREE == ofl_policy_pick(&p, 4096, 2), "4096 bytes");
+    CHECK(OFL_ALG_FALLBACK == ofl_policy_pick(&p, 4097, 2), "4097 bytes");
+    /* An exchange bound counts what each rank sends: bytes * (ranks - 1). */
+    CHECK(OFL_ALG_EXCHANGE == ofl_policy_pick(&p, 512, 3), "512 bytes on 3 ranks");
+    CHECK(OFL_ALG_TREE == ofl_policy_pick(&p, 513, 3), "513 bytes on 3 ranks");
+    CHECK(OFL_ALG_EXCHANGE == ofl_policy_pick(&p, 0, 65), "0 bytes on 65 ranks");
+    CHECK(OFL_ALG_EXCHANGE == ofl_policy_pick(&p, 1024, 1), "one rank");
+    CHECK(OFL_ALG_TREE == ofl_policy_pick(&p, 4096, 8), "tree bound is per message");
     CHECK(0 == strcmp("exchange", ofl_alg_name(OFL_ALG_EXCHANGE)), "name");
+    CHECK(0 == strcmp("get", ofl_alg_name(OFL_ALG_GET)), "name");
+    CHECK(0 == strcmp("split", ofl_alg_name(OFL_ALG_SPLIT)), "name");
     return unit_report("policy");
 }
