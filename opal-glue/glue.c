@@ -19,8 +19,8 @@ static const mca_base_var_enum_value_t tree_kinds[] = {
 /* Per-size algorithm tables (see src/sched/policy.h), measured on one node. */
 static const char *const default_policy[OFL_COLL_COUNT] = {
     [OFL_COLL_ALLREDUCE] = "exchange:64k,split",
-    [OFL_COLL_REDUCE] = "tree:16k,fallback:512k,tree",
-    [OFL_COLL_BCAST] = "tree:32k,get",
+    [OFL_COLL_REDUCE] = "fallback:64,tree:16k,fallback:512k,tree",
+    [OFL_COLL_BCAST] = "fallback:128,tree:32k,get",
     [OFL_COLL_BARRIER] = "exchange",
 };
 
@@ -108,7 +108,8 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
              "one (pipelining)",
              OPAL_INFO_LVL_5, &p->segment_size);
     reg_int(c, "slots",
-            "Mailbox slots per tree edge: segments a sender may run ahead of its receiver",
+            "Mailbox slots per stream (a power of two; others are rounded up): items a "
+            "sender may run ahead of its receiver",
             OPAL_INFO_LVL_5, &p->slots);
     reg_int(c, "exchange_max_ranks",
             "Communicators of at most this many ranks may use the one-step exchange for "
@@ -160,6 +161,11 @@ static int pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
 
 int ofl_glue_parse_policies(mca_coll_offload_component_t *c)
 {
+    int slots = 1;
+    while (slots < c->params.slots && slots < 1024) {
+        slots *= 2;
+    }
+    c->params.slots = slots;
     for (int k = 0; k < OFL_COLL_COUNT; ++k) {
         char err[160];
         if (0 != ofl_policy_parse(c->params.policy_text[k], &c->params.policy[k], err,

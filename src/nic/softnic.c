@@ -71,7 +71,9 @@ static inline _Atomic uint64_t *credit_at(ofl_softnic_t *nic, int owner, int fee
 static inline uint8_t *slot_at(ofl_softnic_t *nic, int dst, int src, int chan, uint64_t item)
 {
     ofl_nic_t *b = &nic->base;
-    uint64_t slot = item % (uint64_t) b->slots;
+    /* a power of two (what the component configures) needs no division */
+    uint64_t n = (uint64_t) b->slots;
+    uint64_t slot = (n & (n - 1)) ? item % n : item & (n - 1);
     uint64_t stream = ((uint64_t) dst * (uint64_t) b->size + (uint64_t) src) * OFL_CHANNELS
                       + (uint64_t) chan;
     return nic->mem + nic->off_mbox + (stream * (uint64_t) b->slots + slot) * nic->slot_stride;

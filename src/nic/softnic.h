@@ -36,7 +36,8 @@ typedef struct {
 /* Bytes of the segment for `size` ranks. */
 size_t ofl_softnic_bytes(int size, int slots, size_t segsize);
 
-/* Rank `rank` creates (exclusively, mode 0600) and initialises the segment. */
+/* Rank `rank` creates (exclusively, mode 0600) and initialises the segment.
+ * `slots` (mailbox slots per stream) is best a power of two (no division). */
 int ofl_softnic_create(ofl_softnic_t *nic, const char *name, int size, int rank, int slots,
                        size_t segsize);
 
