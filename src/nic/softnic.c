@@ -325,8 +325,12 @@ int ofl_softnic_probe_get(ofl_softnic_t *nic, int peer, const void *addr, uint64
     uint64_t v = 0;
     struct iovec local = { .iov_base = &v, .iov_len = sizeof(v) };
     struct iovec remote = { .iov_base = (void *) addr, .iov_len = sizeof(v) };
-    if (sizeof(v) != process_vm_readv(h->pid[peer], &local, 1, &remote, 1, 0)) {
+    ssize_t n = process_vm_readv(h->pid[peer], &local, 1, &remote, 1, 0);
+    if (n < 0) {
         return -errno;
+    }
+    if (sizeof(v) != (size_t) n) {
+        return -EFAULT;   /* a short read (the word runs into unreadable memory) sets no errno */
     }
     return v == expect ? 0 : -EIO;
 }
