@@ -18,6 +18,12 @@
  *   threads   one thread per rank, ofl_engine_wait, thousands of calls;
  *   failure   poison, watchdog and a dead (forked) peer.
  *
+ * By-reference (single-copy) bcast programs get each of these too: their shape
+ * (every mailbox item a reference, a fence at every rank with children), the
+ * simulation (a rank's call never completes before each of its children has
+ * read its buffer), threads that reuse the buffer the moment a call completes,
+ * and reads of unmapped memory that must fail the call, not the process.
+ *
  * References never come from the code under test: sums are taken in unsigned
  * arithmetic, the float reference re-derives the combine order from the tree's
  * definition (own value, then children by increasing virtual rank), or for an
@@ -38,12 +44,15 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define SIM_MAX 16
 #define NPSETS 4   /* 0 and 1 as given to world_open, 2: 0 with exchange, 3: 0 with split */
+#define PS_BYREF 4 /* 4 and 5: 0 and 1 by reference (bcast only; not drawn at random) */
+#define NPSETS_ALL 6
 #define SENTINEL 0xa5
 
 static double now_s(void)
@@ -146,12 +155,12 @@ static void check_no_leftover_shm(void)
 /* ---- a) schedule shape ------------------------------------------------------ */
 
 static const ofl_sched_params_t shape_params[] = {
-    { OFL_TREE_KARY, 2, OFL_TREE_KARY, 2, 1, 0 },
-    { OFL_TREE_KARY, 3, OFL_TREE_KNOMIAL, 2, 2, 0 },
-    { OFL_TREE_KARY, 4, OFL_TREE_KNOMIAL, 3, 4, 0 },
-    { OFL_TREE_KNOMIAL, 2, OFL_TREE_KARY, 3, 1, 0 },
-    { OFL_TREE_KNOMIAL, 3, OFL_TREE_KARY, 4, 2, 0 },
-    { OFL_TREE_KNOMIAL, 4, OFL_TREE_KNOMIAL, 4, 3, 0 },
+    { OFL_TREE_KARY, 2, OFL_TREE_KARY, 2, 1, 0, 0 },
+    { OFL_TREE_KARY, 3, OFL_TREE_KNOMIAL, 2, 2, 0, 0 },
+    { OFL_TREE_KARY, 4, OFL_TREE_KNOMIAL, 3, 4, 0, 0 },
+    { OFL_TREE_KNOMIAL, 2, OFL_TREE_KARY, 3, 1, 0, 0 },
+    { OFL_TREE_KNOMIAL, 3, OFL_TREE_KARY, 4, 2, 0, 0 },
+    { OFL_TREE_KNOMIAL, 4, OFL_TREE_KNOMIAL, 4, 3, 0, 0 },
 };
 #define NSHAPE ((int) (sizeof(shape_params) / sizeof(shape_params[0])))
 
@@ -210,7 +219,15 @@ static int streams_mismatch(const ofl_program_t *pa, const ofl_program_t *pb)
  * its k is its position among the stream's items of the round, and each stream
  * is read (written) by one queue only; the use tables equal the ones recomputed
  * here from the references, and every stream carries at most one item per round
- * (true of every program the compiler makes). Returns the number of problems. */
+ * (true of every program the compiler makes).
+ * By reference: in a program with byref set every mailbox reference is by
+ * reference (no slot bounds its segments, so no item may carry data), in any
+ * other none is, and no reference to a caller's buffer is; a descriptor with a
+ * by-reference item copies one input (nothing is combined). Only such a program
+ * may hold fences (no input, no output, no CP bump): each trigger of a fence is
+ * the CREDIT of a stream whose by-reference put of the same segment it waits to
+ * have been read (rel = that put's k + 1), and every by-reference put is fenced
+ * exactly once. Returns the number of problems. */
 static int program_sane(const ofl_program_t *p)
 {
     int bad = 0;
@@ -239,17 +256,21 @@ static int program_sane(const ofl_program_t *p)
     int *owner = calloc(2 * ns + 1, sizeof(int));      /* [dir][stream]: queue + 1 */
     int *next_k = calloc(2 * ns + 1, sizeof(int));     /* [dir][stream] */
     int *prefix = calloc(2 * ns * plen + 1, sizeof(int)); /* [dir][stream][j] */
-    if (NULL == owner || NULL == next_k || NULL == prefix) {
+    int *ref_put = calloc(3 * ns + 1, sizeof(int));   /* [0][s]: seg_off + 1, [1][s]: k,
+                                                         [2][s]: fences, of a by-ref put */
+    if (NULL == owner || NULL == next_k || NULL == prefix || NULL == ref_put) {
         free(owner);
         free(next_k);
         free(prefix);
+        free(ref_put);
         return 1;
     }
     for (int q = 0; q < p->nqueues; ++q) {
         int last_off = 0;
         for (int i = 0; i < p->qlen[q]; ++i) {
             const ofl_desc_t *d = &p->desc[p->qfirst[q] + i];
-            bad += d->n_in < 1 || d->n_out < 1;
+            int fence = 0 == d->n_in && 0 == d->n_out;
+            bad += fence ? !p->byref : d->n_in < 1 || d->n_out < 1;
             bad += d->seg_off >= p->period || d->seg_off < last_off;
             last_off = d->seg_off;
             bad += d->first_ref + d->n_in + d->n_out > p->nrefs;
@@ -257,6 +278,25 @@ static int program_sane(const ofl_program_t *p)
             if (bad) {
                 break;
             }
+            if (fence) {
+                bad += 0 != d->n_cp || d->n_trig < 1;
+                for (int t = 0; t < d->n_trig; ++t) {
+                    const ofl_trig_t *g = &p->trigs[d->first_trig + t];
+                    if (OFL_CNT_CREDIT != g->cnt || g->peer >= p->npeers || g->chan >= NCH) {
+                        bad++;
+                        continue;
+                    }
+                    size_t s = (size_t) g->peer * NCH + g->chan;
+                    bad += ref_put[s] != d->seg_off + 1 || g->rel != ref_put[ns + s] + 1;
+                    ref_put[2 * ns + s]++;
+                }
+                continue;
+            }
+            int has_ref = 0;
+            for (int k = 0; k < d->n_in + d->n_out; ++k) {
+                has_ref |= p->refs[d->first_ref + k].byref;
+            }
+            bad += has_ref && 1 != d->n_in;
             uint8_t trig_used[2 * OFL_PROG_MAX_PEERS] = { 0 };
             uint8_t cp_used[2 * OFL_PROG_MAX_PEERS] = { 0 };
             int mailboxes = 0;
@@ -264,6 +304,7 @@ static int program_sane(const ofl_program_t *p)
                 ofl_ref_t r = p->refs[d->first_ref + k];
                 int out = k >= d->n_in;
                 bad += r.buf > OFL_BUF_PEER || (out && OFL_BUF_SEND == r.buf);
+                bad += r.byref != (OFL_BUF_PEER == r.buf && p->byref);
                 if (OFL_BUF_PEER != r.buf) {
                     continue;
                 }
@@ -276,6 +317,11 @@ static int program_sane(const ofl_program_t *p)
                 bad += 0 != owner[s] && owner[s] != q + 1;
                 owner[s] = q + 1;
                 bad += r.k != next_k[s]++;
+                if (out && r.byref) {
+                    size_t st = s - ns;   /* the stream */
+                    ref_put[st] = d->seg_off + 1;
+                    ref_put[ns + st] = r.k;
+                }
                 for (size_t j = (size_t) d->seg_off + 1; j < plen; ++j) {
                     prefix[s * plen + j]++;
                 }
@@ -321,9 +367,14 @@ static int program_sane(const ofl_program_t *p)
         }
         bad += 0 == used;
     }
+    /* Every by-reference put is fenced once: its sender keeps the data until read. */
+    for (size_t s = 0; s < ns && 0 == bad; ++s) {
+        bad += (0 != ref_put[s]) != (1 == ref_put[2 * ns + s]) || ref_put[2 * ns + s] > 1;
+    }
     free(owner);
     free(next_k);
     free(prefix);
+    free(ref_put);
     return bad;
 }
 
@@ -384,7 +435,7 @@ static void test_shape(void)
                         insane += program_sane(p);
                         insane += p->rank != a || p->size != size || p->root != want_root
                                   || p->coll != (ofl_coll_t) coll || p->slots != pp->slots
-                                  || 1 != p->period;
+                                  || 1 != p->period || 0 != p->byref;
                         expected_edges((ofl_coll_t) coll, root, a, size, pp, in, out);
                         for (int b = 0; b < size; ++b) {
                             /* What a puts to b is exactly what b reads from a. */
@@ -599,7 +650,7 @@ static void test_shape_exchange(void)
                     const ofl_program_t *p = &progs[a];
                     insane += program_sane(p);
                     insane += p->rank != a || p->size != size || 0 != p->root
-                              || p->coll != coll || p->slots != slots;
+                              || p->coll != coll || p->slots != slots || 0 != p->byref;
                     wrong += exchange_wrong(p);
                     for (int b = 0; b < size; ++b) {
                         mismatch += streams_mismatch(p, &progs[b]);
@@ -778,7 +829,8 @@ static void test_shape_split(void)
                 const ofl_program_t *p = &progs[a];
                 insane += program_sane(p);
                 insane += p->rank != a || p->size != size || 0 != p->root
-                          || OFL_COLL_ALLREDUCE != p->coll || p->slots != slots;
+                          || OFL_COLL_ALLREDUCE != p->coll || p->slots != slots
+                          || 0 != p->byref;
                 int w = split_wrong(p);
                 wrong += w;
                 if (0 == w) {
@@ -866,6 +918,186 @@ static void test_shape_split(void)
     ofl_program_free(&p);
 }
 
+/* Problems in rank's by-reference bcast program p against the same shape's
+ * by-value program v and the tree node t: queue 0 is v's queue 0 (the same
+ * descriptors, triggers, CP bumps, peers and use tables) with every mailbox
+ * reference, and nothing else, by reference; a rank with children has a queue 1
+ * of one fence (no data, no CP bump, segment 0) with one trigger per child,
+ * CREDIT of the down stream (channel 1) >= the put's item + 1; a leaf has no
+ * second queue. */
+static int byref_wrong(const ofl_program_t *p, const ofl_program_t *v, const ofl_tree_node_t *t)
+{
+    int nch = t->nchildren, bad = 0;
+    bad += 1 != p->byref || 0 != v->byref || p->period != v->period;
+    bad += p->nqueues != 1 + (nch > 0) || 1 != v->nqueues || p->qlen[0] != v->qlen[0];
+    bad += p->qlen[0] != (p->size > 1) || p->npeers != v->npeers;
+    bad += p->ndesc != v->ndesc + (nch > 0) || p->nrefs != v->nrefs || p->ncps != v->ncps
+           || p->ntrigs != v->ntrigs + nch;
+    if (bad) {
+        return bad;
+    }
+    bad += 0 != memcmp(p->peers, v->peers, sizeof(int) * (size_t) p->npeers);
+    bad += v->ndesc > 0 && 0 != memcmp(p->desc, v->desc, sizeof(*p->desc) * (size_t) v->ndesc);
+    bad += v->ntrigs > 0
+           && 0 != memcmp(p->trigs, v->trigs, sizeof(*p->trigs) * (size_t) v->ntrigs);
+    bad += v->ncps > 0 && 0 != memcmp(p->cps, v->cps, sizeof(*p->cps) * (size_t) v->ncps);
+    int refs = 0;
+    for (int i = 0; i < p->nrefs; ++i) {
+        ofl_ref_t a = p->refs[i], b = v->refs[i];
+        int mbox = OFL_BUF_PEER == a.buf;
+        refs += mbox;
+        bad += a.byref != mbox || 0 != b.byref || a.buf != b.buf || a.peer != b.peer
+               || a.chan != b.chan || a.k != b.k;
+    }
+    bad += refs != nch + (t->parent >= 0);
+    for (int s = 0; s < p->npeers * NCH; ++s) {
+        bad += p->use_in[s].per_round != v->use_in[s].per_round
+               || p->use_out[s].per_round != v->use_out[s].per_round;
+    }
+    if (0 == nch || bad) {
+        return bad;
+    }
+    const ofl_desc_t *f = &p->desc[p->qfirst[1]];
+    bad += 1 != p->qlen[1] || 0 != f->n_in || 0 != f->n_out || 0 != f->n_cp || 0 != f->seg_off
+           || nch != f->n_trig;
+    uint8_t hit[OFL_TREE_MAX_CHILDREN] = { 0 };
+    for (int k = 0; k < f->n_trig && 0 == bad; ++k) {
+        const ofl_trig_t *g = &p->trigs[f->first_trig + k];
+        int child = -1;
+        for (int c = 0; c < nch; ++c) {
+            child = g->peer < p->npeers && p->peers[g->peer] == t->children[c] ? c : child;
+        }
+        bad += child < 0 || OFL_CNT_CREDIT != g->cnt || 1 != g->chan || 1 != g->rel;
+        bad += child >= 0 && hit[child]++;
+    }
+    return bad;
+}
+
+/* By-reference bcast programs, k-ary and k-nomial trees of radix 2..4 (slots 1..4),
+ * every size up to 17 and every root: each rank's program is sane and matches
+ * byref_wrong against its by-value twin and the tree; both ends of every stream
+ * agree per round and per partial round, and the streams are the tree's edges
+ * (channel 1, down). Fences exactly at ranks with children. byref is ignored by
+ * the other collectives; the dump names references "ref". */
+static void test_shape_byref(void)
+{
+    static ofl_program_t progs[17], plain[17];
+    int in[17 * NCH], out[17 * NCH];
+    static const struct {
+        ofl_tree_kind_t kind;
+        int radix, slots;
+    } trees[] = { { OFL_TREE_KARY, 2, 1 },    { OFL_TREE_KARY, 3, 2 },
+                  { OFL_TREE_KARY, 4, 4 },    { OFL_TREE_KNOMIAL, 2, 2 },
+                  { OFL_TREE_KNOMIAL, 3, 1 }, { OFL_TREE_KNOMIAL, 4, 3 } };
+    int fences_total = 0;
+    for (size_t ti = 0; ti < sizeof(trees) / sizeof(trees[0]); ++ti) {
+        ofl_sched_params_t pv = { OFL_TREE_KARY, 2, trees[ti].kind, trees[ti].radix,
+                                  trees[ti].slots, OFL_SCHED_TREE, 0 };
+        ofl_sched_params_t pr = pv;
+        pr.byref = 1;
+        for (int size = 1; size <= 17; ++size) {
+            for (int root = 0; root < size; ++root) {
+                int ok = 1;
+                for (int r = 0; r < size; ++r) {
+                    int rc = ofl_sched_compile(OFL_COLL_BCAST, root, r, size, &pr, &progs[r]);
+                    rc |= ofl_sched_compile(OFL_COLL_BCAST, root, r, size, &pv, &plain[r]);
+                    CHECK(0 == rc, "byref bcast root %d rank %d/%d tree %zu", root, r, size, ti);
+                    ok &= 0 == rc;
+                }
+                if (!ok) {
+                    continue;
+                }
+                int insane = 0, wrong = 0, mismatch = 0, edges = 0, items = 0, fences = 0;
+                int parents = 0;
+                for (int a = 0; a < size; ++a) {
+                    const ofl_program_t *p = &progs[a];
+                    ofl_tree_node_t t;
+                    if (0 != ofl_tree_node(trees[ti].kind, trees[ti].radix, size, root, a, &t)) {
+                        wrong++;
+                        continue;
+                    }
+                    insane += program_sane(p) + program_sane(&plain[a]);
+                    insane += p->rank != a || p->size != size || p->root != root
+                              || OFL_COLL_BCAST != p->coll || p->slots != trees[ti].slots
+                              || 1 != p->period;
+                    wrong += byref_wrong(p, &plain[a], &t);
+                    fences += 2 == p->nqueues;
+                    parents += t.nchildren > 0;
+                    expected_edges(OFL_COLL_BCAST, root, a, size, &pv, in, out);
+                    for (int b = 0; b < size; ++b) {
+                        mismatch += streams_mismatch(p, &progs[b]);
+                        for (int c = 0; c < NCH; ++c) {
+                            edges += per_round(p, b, c, 1) != out[b * NCH + c]
+                                     || per_round(p, b, c, 0) != in[b * NCH + c];
+                            items += per_round(p, b, c, 1);
+                        }
+                    }
+                }
+                fences_total += fences;
+                CHECK(0 == insane && 0 == wrong && 0 == mismatch && 0 == edges
+                          && items == size - 1 && fences == parents && (1 == size || fences > 0),
+                      "byref bcast tree %zu size %d root %d: insane %d wrong %d mismatch %d "
+                      "edges %d items %d fences %d at %d parents", ti, size, root, insane, wrong,
+                      mismatch, edges, items, fences, parents);
+                for (int r = 0; r < size; ++r) {
+                    ofl_program_free(&progs[r]);
+                    ofl_program_free(&plain[r]);
+                }
+            }
+        }
+    }
+    CHECK(fences_total > 1000, "only %d fences", fences_total);
+
+    /* byref is a bcast parameter: every other collective and shape ignores it. */
+    int same = 0, tried = 0;
+    for (int shape = OFL_SCHED_TREE; shape <= OFL_SCHED_SPLIT; ++shape) {
+        ofl_sched_params_t pv = { OFL_TREE_KNOMIAL, 3, OFL_TREE_KARY, 2, 2,
+                                  (ofl_sched_shape_t) shape, 0 };
+        ofl_sched_params_t pr = pv;
+        pr.byref = 1;
+        for (int coll = 0; coll < OFL_COLL_COUNT; ++coll) {
+            if (OFL_COLL_BCAST == coll) {
+                continue;
+            }
+            for (int size = 1; size <= 9; size += 4) {
+                for (int r = 0; r < size; ++r) {
+                    ofl_program_t a, b;
+                    int rc = ofl_sched_compile((ofl_coll_t) coll, size - 1, r, size, &pr, &a);
+                    rc |= ofl_sched_compile((ofl_coll_t) coll, size - 1, r, size, &pv, &b);
+                    tried++;
+                    same += 0 == rc && programs_equal(&a, &b) && 0 == a.byref
+                            && 0 == program_sane(&a);
+                    ofl_program_free(&a);
+                    ofl_program_free(&b);
+                }
+            }
+        }
+    }
+    CHECK(same == tried, "byref on other collectives: %d of %d programs as without", same,
+          tried);
+
+    /* The dump: binary tree of 5 rooted at 0, rank 1 reads from 0, keeps a copy and
+     * publishes it to 3 and 4; its fence waits for both reads. */
+    ofl_sched_params_t pr = { OFL_TREE_KARY, 2, OFL_TREE_KARY, 2, 1, OFL_SCHED_TREE, 1 };
+    ofl_program_t p;
+    CHECK(0 == ofl_sched_compile(OFL_COLL_BCAST, 0, 1, 5, &pr, &p), "compile for dump");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    CHECK(NULL != f, "open_memstream");
+    if (NULL != f) {
+        ofl_program_dump(&p, f);
+        fclose(f);
+        CHECK(NULL != strstr(text, "q0 d0 seg+0: ref[0.1] -> recv, ref[3.1], ref[4.1]")
+                  && NULL != strstr(text, "q1 d0 seg+0:  -> ")
+                  && NULL != strstr(text, "when CREDIT(3.1)>=base+1 CREDIT(4.1)>=base+1")
+                  && NULL == strstr(text, "mbox["),
+              "byref dump: %s", text);
+        free(text);
+    }
+    ofl_program_free(&p);
+}
+
 /* ---- b) deterministic simulation ------------------------------------------ */
 
 typedef enum {
@@ -881,7 +1113,8 @@ typedef enum {
 typedef struct {
     kind_t kind;
     int root;
-    int pset;          /* which of the world's parameter sets (2: exchange, 3: split) */
+    int pset;          /* which of the world's parameter sets (2: exchange, 3: split,
+                          4, 5: by reference) */
     int inplace;       /* send == recv (reduce: at the root only) */
     size_t count;
     uint32_t tag;      /* varies the inputs from call to call */
@@ -891,12 +1124,12 @@ typedef struct {
 typedef struct {
     int n;
     char name[64];
-    ofl_sched_params_t params[NPSETS];
+    ofl_sched_params_t params[NPSETS_ALL];
     ofl_softnic_t nic[SIM_MAX];
     ofl_edges_t edges[SIM_MAX];
     ofl_inst_t inst[SIM_MAX];
-    ofl_program_t prog[NPSETS][OFL_COLL_COUNT][SIM_MAX][SIM_MAX]; /* [root][rank] */
-    uint8_t compiled[NPSETS][OFL_COLL_COUNT][SIM_MAX][SIM_MAX];
+    ofl_program_t prog[NPSETS_ALL][OFL_COLL_COUNT][SIM_MAX][SIM_MAX]; /* [root][rank] */
+    uint8_t compiled[NPSETS_ALL][OFL_COLL_COUNT][SIM_MAX][SIM_MAX];
     int preempt;       /* sim_run steps this world in preempt mode */
     uint32_t from[SIM_MAX][OFL_PROG_MAX_QUEUES];   /* executions the rule check saw */
 } world_t;
@@ -910,6 +1143,11 @@ static struct {
     long split_calls;  /* posts of split programs */
     long split_partial; /* ... whose last round is partial */
     long split_small;  /* ... with fewer segments than ranks */
+    long byref_calls;  /* posts of by-reference programs */
+    long byref_big;    /* ... of one segment larger than a mailbox slot */
+    long byref_partial; /* ... of several segments, the last one partial */
+    long byref_fenced; /* completions of by-reference calls checked against the
+                          children's reads */
 } stats;
 
 typedef struct {
@@ -939,7 +1177,11 @@ static world_t *world_open(int n, int slots, size_t segsize, const ofl_sched_par
     w->params[2].shape = OFL_SCHED_EXCHANGE;
     w->params[3] = *p0;
     w->params[3].shape = OFL_SCHED_SPLIT;
-    for (int ps = 0; ps < NPSETS; ++ps) {
+    w->params[PS_BYREF] = *p0;
+    w->params[PS_BYREF].byref = 1;
+    w->params[PS_BYREF + 1] = *p1;
+    w->params[PS_BYREF + 1].byref = 1;
+    for (int ps = 0; ps < NPSETS_ALL; ++ps) {
         w->params[ps].slots = slots;
     }
     shm_name(w->name, sizeof(w->name));
@@ -968,7 +1210,7 @@ static void world_close(world_t *w)
         ofl_softnic_detach(&w->nic[r]);
         ofl_edges_fini(&w->edges[r]);
     }
-    for (int ps = 0; ps < NPSETS; ++ps) {
+    for (int ps = 0; ps < NPSETS_ALL; ++ps) {
         for (int c = 0; c < OFL_COLL_COUNT; ++c) {
             for (int root = 0; root < w->n; ++root) {
                 for (int r = 0; r < w->n; ++r) {
@@ -1146,12 +1388,21 @@ static void call_post(world_t *w, call_t *c, int rank)
     ofl_inst_t *inst = &w->inst[rank];
     ofl_engine_post(inst, p, &w->nic[rank].base, &w->edges[rank], &oc);
     memset(w->from[rank], 0, sizeof(w->from[rank]));
-    /* Segments as engine.h defines them: of seg_bytes when below the slot size. */
-    size_t slot = w->nic[rank].base.slot_bytes;
+    /* Segments as engine.h defines them: of seg_bytes when below the slot size; by
+     * reference of seg_bytes whatever the slot, the whole message when 0. */
+    size_t slot = w->nic[rank].base.slot_bytes, bytes = c->s.count * c->elem;
     size_t seg = c->s.seg && c->s.seg < slot ? c->s.seg : slot;
+    if (p->byref) {
+        seg = c->s.seg ? c->s.seg : bytes;
+    }
     size_t per = seg / c->elem ? seg / c->elem : 1;
     size_t nseg = c->s.count ? (c->s.count + per - 1) / per : 1;
     stats.bad_nseg += nseg != inst->nseg || inst->rounds != (nseg + p->period - 1) / p->period;
+    if (p->byref && 0 == rank) {
+        stats.byref_calls++;
+        stats.byref_big += 1 == nseg && bytes > slot;
+        stats.byref_partial += nseg > 1 && 0 != c->s.count % per;
+    }
     if (p->period > 1) {
         stats.split_calls++;
         stats.split_partial += 0 != nseg % (size_t) p->period;
@@ -1386,6 +1637,30 @@ static void world_preempt(world_t *w, int on)
     }
 }
 
+/* The children (bcast tree, channel 1 down) of rank r's by-reference call that
+ * have not yet read all of it, when r's call is calls[at]: a child still in an
+ * earlier call has not, one in the same call has once its queue 0 (the reads)
+ * is done, one in a later call has. cur: each rank's current call. */
+static int unread_children(const world_t *w, int r, const int *cur, int at)
+{
+    const ofl_program_t *p = w->inst[r].prog;
+    int unread = 0;
+    for (int i = 0; i < p->npeers; ++i) {
+        if (0 == p->use_out[i * NCH + 1].per_round) {
+            continue;
+        }
+        int ch = p->peers[i];
+        const ofl_inst_t *ci = &w->inst[ch];
+        int read = cur[ch] > at;
+        if (cur[ch] == at) {
+            read = ci->prog->byref && 1 == ci->prog->qlen[0] && ci->cursor[0] >= ci->rounds;
+        }
+        unread += !read;
+        stats.byref_fenced++;
+    }
+    return unread;
+}
+
 static uint64_t cursor_sum(const ofl_inst_t *inst)
 {
     uint64_t s = 0;
@@ -1413,7 +1688,7 @@ static int sim_run(world_t *w, call_t *calls, int ncalls, int order, unsigned pr
     pre.w = w->preempt ? w : NULL;
     long rule_broken = stats.rule_broken;
     int stalled = 0, remaining = n * ncalls;
-    long bad_result = 0, bad_blocker = 0, bad_done = 0;
+    long bad_result = 0, bad_blocker = 0, bad_done = 0, early = 0;
     char msg[320] = "", desc[160], sdesc[80];
     while (remaining > 0) {
         int perm[SIM_MAX], len, moved = 0;
@@ -1468,6 +1743,11 @@ static int sim_run(world_t *w, call_t *calls, int ncalls, int order, unsigned pr
             if (blocked) {
                 bad_blocker++;
             }
+            /* By reference: complete only once every child has read this rank's
+             * buffer (the application may reuse it now). */
+            if (inst->prog->byref) {
+                early += unread_children(w, r, cur, cur[r]);
+            }
             int b = call_verify(&calls[cur[r]], r, desc, sizeof(desc));
             if (b && 0 == bad_result++) {
                 snprintf(msg, sizeof(msg), "rank %d call %d (%s): %s", r, cur[r],
@@ -1510,6 +1790,8 @@ static int sim_run(world_t *w, call_t *calls, int ncalls, int order, unsigned pr
           order_name[order], bad_blocker);
     CHECK(0 == bad_done, "%s (%s): completion not sticky %ld times", what, order_name[order],
           bad_done);
+    CHECK(0 == early, "%s (%s): %ld by-reference completions before a child read", what,
+          order_name[order], early);
     CHECK(stats.rule_broken == rule_broken, "%s (%s): a queue worked on a segment an earlier "
           "queue had not finished, %ld times", what, order_name[order],
           stats.rule_broken - rule_broken);
@@ -1551,9 +1833,9 @@ static void test_sim_matrix(void)
         int slots;
         size_t segsize;
     } geo[] = { { 1, 64 }, { 2, 64 }, { 4, 256 }, { 2, 256 } };
-    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KNOMIAL, 2, 1, 0 };
-    static const ofl_sched_params_t pn = { OFL_TREE_KNOMIAL, 3, OFL_TREE_KARY, 3, 1, 0 };
-    static const ofl_sched_params_t pf = { OFL_TREE_FLAT, 0, OFL_TREE_KARY, 4, 1, 0 };
+    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KNOMIAL, 2, 1, 0, 0 };
+    static const ofl_sched_params_t pn = { OFL_TREE_KNOMIAL, 3, OFL_TREE_KARY, 3, 1, 0, 0 };
+    static const ofl_sched_params_t pf = { OFL_TREE_FLAT, 0, OFL_TREE_KARY, 4, 1, 0, 0 };
     spec_t specs[16 + 6 * SIM_MAX];
     for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); ++si) {
         for (size_t gi = 0; gi < sizeof(geo) / sizeof(geo[0]); ++gi) {
@@ -1607,8 +1889,8 @@ static void test_sim_matrix(void)
  * where the previous call's ended. */
 static void test_sim_mixed(void)
 {
-    static const ofl_sched_params_t pa = { OFL_TREE_KNOMIAL, 2, OFL_TREE_KARY, 2, 1, 0 };
-    static const ofl_sched_params_t pb = { OFL_TREE_KARY, 3, OFL_TREE_KNOMIAL, 4, 1, 0 };
+    static const ofl_sched_params_t pa = { OFL_TREE_KNOMIAL, 2, OFL_TREE_KARY, 2, 1, 0, 0 };
+    static const ofl_sched_params_t pb = { OFL_TREE_KARY, 3, OFL_TREE_KNOMIAL, 4, 1, 0, 0 };
     static const size_t counts[] = { 0, 1, 7, 33, 100, 1000 };
     static const int sizes[] = { 7, 10, 16 };
     for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); ++si) {
@@ -1692,8 +1974,8 @@ static void test_sim_exchange(void)
         int slots;
         size_t segsize;
     } geo[] = { { 1, 64 }, { 2, 64 }, { 1, 4096 }, { 2, 8192 } };
-    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KNOMIAL, 2, 1, 0 };
-    static const ofl_sched_params_t pn = { OFL_TREE_KNOMIAL, 3, OFL_TREE_KARY, 3, 1, 0 };
+    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KNOMIAL, 2, 1, 0, 0 };
+    static const ofl_sched_params_t pn = { OFL_TREE_KNOMIAL, 3, OFL_TREE_KARY, 3, 1, 0, 0 };
     static const size_t counts[] = { 0, 1, 7, 33, 100, 1000, 3000 };
     spec_t specs[64];
     long fired = pre.fired;
@@ -1782,7 +2064,7 @@ static void test_sim_exchange(void)
  * missing rank posts and everything completes. */
 static void test_sim_exchange_barrier(void)
 {
-    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KARY, 2, 1, 0 };
+    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KARY, 2, 1, 0, 0 };
     const int n = 5;
     world_t *w = world_open(n, 1, 64, &pk, &pk);
     if (NULL == w) {
@@ -1860,7 +2142,7 @@ static void test_sim_exchange_barrier(void)
  * really holds things up. Tree (binary, 7 ranks): 0 -> 1 2, 1 -> 3 4, 2 -> 5 6. */
 static void test_sim_thresholds(void)
 {
-    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KARY, 2, 1, 0 };
+    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KARY, 2, 1, 0, 0 };
     const int n = 7;
     world_t *w = world_open(n, 1, 64, &pk, &pk);
     if (NULL == w) {
@@ -1981,7 +2263,7 @@ static void test_sim_thresholds(void)
  * must hold the same bits, equal to the tree-order reference. */
 static void test_sim_float(void)
 {
-    static const ofl_sched_params_t pk = { OFL_TREE_KNOMIAL, 3, OFL_TREE_KARY, 2, 1, 0 };
+    static const ofl_sched_params_t pk = { OFL_TREE_KNOMIAL, 3, OFL_TREE_KARY, 2, 1, 0, 0 };
     const int n = 11;
     world_t *w = world_open(n, 2, 64, &pk, &pk);
     if (NULL == w) {
@@ -2141,8 +2423,8 @@ static void test_sim_split(void)
         int slots;
         size_t segsize;
     } geo[] = { { 1, 64 }, { 2, 64 }, { 4, 64 }, { 1, 4096 }, { 2, 8192 } };
-    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KNOMIAL, 2, 1, 0 };
-    static const ofl_sched_params_t pn = { OFL_TREE_KNOMIAL, 3, OFL_TREE_KARY, 3, 1, 0 };
+    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KNOMIAL, 2, 1, 0, 0 };
+    static const ofl_sched_params_t pn = { OFL_TREE_KNOMIAL, 3, OFL_TREE_KARY, 3, 1, 0, 0 };
     static const size_t counts[] = { 0, 1, 7, 33, 100, 1000, 3000 };
     spec_t specs[80];
     long fired = pre.fired, calls = stats.split_calls, partial = stats.split_partial;
@@ -2217,7 +2499,7 @@ static void test_sim_split(void)
  * contribution first, or in reverse rank order, would give other bits. */
 static void test_sim_split_float(void)
 {
-    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KARY, 2, 1, 0 };
+    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KARY, 2, 1, 0, 0 };
     for (int n = 5; n <= 8; n += 3) {
         world_t *w = world_open(n, 2, 64, &pk, &pk);
         if (NULL == w) {
@@ -2285,7 +2567,7 @@ static void test_sim_split_float(void)
  * Then the stalled rank runs and every call completes. */
 static void test_sim_split_blocked(void)
 {
-    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KARY, 2, 1, 0 };
+    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KARY, 2, 1, 0, 0 };
     const int n = 3;
     world_t *w = world_open(n, 1, 64, &pk, &pk);
     if (NULL == w) {
@@ -2376,6 +2658,216 @@ static void test_sim_split_blocked(void)
         sim_run(w, &c, 1, ORD_FORWARD, 0x7u, "split, stalled rank");
         call_free(w, &c);
     }
+    world_close(w);
+}
+
+/* ---- by-reference bcast ---------------------------------------------------------- */
+
+/* By-reference bcasts (psets 4 and 5, alternating with root and order) from every
+ * root of an n-rank world of `slot`-byte slots: counts 0, 1, 7; 7 bytes in 3-byte
+ * segments; one segment of 4 slots and a bit (seg_bytes 0: the message), or of 2
+ * slots under a seg_bytes of 3 slots; several segments of a slot, of 100 bytes and
+ * of 3/4 of a slot, each with a partial last one. Returns the number of specs. */
+static int byref_specs(spec_t *specs, int n, size_t slot, int order)
+{
+    const struct {
+        size_t count, seg;
+    } cs[] = { { 0, 0 },
+               { 1, 0 },
+               { 7, 0 },
+               { 7, 3 },
+               { 4 * slot + 21, 0 },
+               { 2 * slot, 3 * slot },
+               { 3 * slot + 13, slot },
+               { 450, 100 },
+               { 5 * slot + 1, 3 * slot / 4 } };
+    int k = 0;
+    for (int root = 0; root < n; ++root) {
+        for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); ++i) {
+            specs[k++] = (spec_t) { K_BCAST, root, PS_BYREF + ((root + order + (int) i) & 1), 0,
+                                    cs[i].count, next_tag++, cs[i].seg };
+        }
+    }
+    return k;
+}
+
+/* By-reference bcasts in every stepping order, with and without preemption, at
+ * sizes 1, 2, 3, 5, 8 and one or two 64-byte slots per stream; every result, the
+ * root's untouched buffer, the byte past every buffer and the fence (a call
+ * completes only after every child has read) checked by sim_run; then 50 calls
+ * mixing by-reference bcasts with every other kind and program (tree, exchange,
+ * split, by-value bcast) on the same streams, segments of any size. */
+static void test_sim_byref(void)
+{
+    static const int sizes[] = { 1, 2, 3, 5, 8 };
+    static const int slots[] = { 1, 2 };
+    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KNOMIAL, 2, 1, 0, 0 };
+    static const ofl_sched_params_t pn = { OFL_TREE_KNOMIAL, 3, OFL_TREE_KARY, 3, 1, 0, 0 };
+    static const size_t counts[] = { 0, 1, 7, 33, 100, 1000, 3000 };
+    const size_t slot = 64;
+    spec_t specs[9 * SIM_MAX];
+    long fired = pre.fired, calls = stats.byref_calls, big = stats.byref_big;
+    long partial = stats.byref_partial, fenced = stats.byref_fenced;
+    for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); ++si) {
+        for (size_t gi = 0; gi < sizeof(slots) / sizeof(slots[0]); ++gi) {
+            int n = sizes[si];
+            world_t *w = world_open(n, slots[gi], slot, &pk, &pn);
+            if (NULL == w) {
+                continue;
+            }
+            CHECK(slot == w->nic[0].base.slot_bytes, "slot %llu",
+                  (unsigned long long) w->nic[0].base.slot_bytes);
+            char what[96];
+            for (int order = 0; order < ORD_COUNT; ++order) {
+                int preempt = (order + (int) gi) & 1;
+                int k = byref_specs(specs, n, slot, order);
+                snprintf(what, sizeof(what), "byref n %d slots %d%s", n, slots[gi],
+                         preempt ? " preempt" : "");
+                world_preempt(w, preempt);
+                run_specs(w, specs, k, order, what);
+            }
+            const size_t segs[] = { 0, 0, 48, 100, 3 * slot / 4, 2 * slot };
+            for (int i = 0; i < 50; ++i) {
+                kind_t kind = (kind_t) (rng() % K_NKINDS);
+                int ps = (int) (rng() % NPSETS);
+                if (K_BCAST == kind && (rng() & 1)) {
+                    ps = PS_BYREF + (int) (rng() & 1);
+                }
+                specs[i] = (spec_t) {
+                    .kind = kind,
+                    .root = (int) (rng() % (uint64_t) n),
+                    .pset = ps,
+                    .inplace = (int) (rng() & 1),
+                    .count = counts[rng() % 7],
+                    .tag = next_tag++,
+                    .seg = segs[rng() % 6],
+                };
+            }
+            snprintf(what, sizeof(what), "byref mixed50 n %d slots %d", n, slots[gi]);
+            world_preempt(w, (int) ((si + gi) & 1));
+            run_specs(w, specs, 50, (int) ((si + gi) % ORD_COUNT), what);
+            world_close(w);
+        }
+    }
+    CHECK(pre.fired - fired > 1000, "only %ld preemptions", pre.fired - fired);
+    /* Not vacuous: many calls, many of one segment larger than a slot (which a
+     * by-value item could not carry), many with a partial last segment; the
+     * fence was checked at many completions. */
+    CHECK(stats.byref_calls - calls > 1000 && stats.byref_big - big > 200
+              && stats.byref_partial - partial > 500 && stats.byref_fenced - fenced > 1000,
+          "byref calls %ld, one big segment %ld, partial last segment %ld, fences checked %ld",
+          stats.byref_calls - calls, stats.byref_big - big, stats.byref_partial - partial,
+          stats.byref_fenced - fenced);
+}
+
+/* The ranks of a by-reference bcast from root 0 on 5 ranks (binary tree: 0 -> 1 2,
+ * 1 -> 3 4), posted first everywhere but the root, stepped by hand:
+ *   one segment (seg_bytes 0, 300 bytes > the 64-byte slot): the root, progressed
+ *   alone, publishes and stays incomplete waiting for a child's read (CREDIT,
+ *   channel 1), nothing written anywhere; rank 1 reads and stays incomplete (3 and
+ *   4 have not read it); the root still incomplete (2 has not read); 3 and 4 read
+ *   and complete, then 1 completes; the root still incomplete; 2 reads and
+ *   completes; only now the root completes, its buffer unchanged;
+ *   five segments (64-byte seg_bytes, the last 44 bytes), one slot per stream: the
+ *   root, progressed alone, publishes segment 0 only; the others, progressed
+ *   without it, get exactly segment 0 and stay incomplete; then all finish. */
+static void test_sim_byref_fence(void)
+{
+    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KARY, 2, 1, 0, 0 };
+    const int n = 5;
+    world_t *w = world_open(n, 1, 64, &pk, &pk);
+    if (NULL == w) {
+        return;
+    }
+    ofl_tree_node_t t0, t1;
+    ofl_tree_node(OFL_TREE_KARY, 2, n, 0, 0, &t0);
+    ofl_tree_node(OFL_TREE_KARY, 2, n, 0, 1, &t1);
+    CHECK(2 == t0.nchildren && 1 == t0.children[0] && 2 == t0.children[1]
+              && 2 == t1.nchildren && 3 == t1.children[0] && 4 == t1.children[1],
+          "not the binary tree assumed");
+    uint32_t tg = next_tag;
+    next_tag += 4;
+    spec_t warm[4] = {
+        { K_SUM_I32, 0, 0, 0, 100, tg + 0, 0 },
+        { K_BCAST, 3, PS_BYREF, 0, 200, tg + 1, 0 },
+        { K_BCAST, 0, 0, 0, 100, tg + 2, 0 },
+        { K_SUM_I32, 0, 3, 1, 100, tg + 3, 0 },
+    };
+    run_specs(w, warm, 4, ORD_RANDOM, "byref fence warm-up");
+    int peer = -1, cnt = -1;
+    uint64_t have = 0;
+    int64_t need = 0;
+
+    spec_t s = { K_BCAST, 0, PS_BYREF, 0, 300, next_tag++, 0 };
+    call_t c;
+    call_init(w, &c, &s);
+    for (int r = 1; r < n; ++r) {
+        call_post(w, &c, r);
+    }
+    call_post(w, &c, 0);
+    CHECK(1 == w->inst[0].nseg && 300 > w->nic[0].base.slot_bytes, "one segment: %u",
+          w->inst[0].nseg);
+    int done = 0;
+    for (int i = 0; i < 20; ++i) {
+        done += ofl_engine_progress(&w->inst[0]);
+    }
+    int clean = 0;
+    for (int r = 1; r < n; ++r) {
+        clean += all_sentinel(c.recv[r], 301);
+    }
+    CHECK(0 == done && n - 1 == clean, "root alone: done %d, %d buffers clean", done, clean);
+    CHECK(1 == ofl_engine_blocker(&w->inst[0], &peer, &cnt, &have, &need)
+              && (1 == peer || 2 == peer) && OFL_CNT_CREDIT * NCH + 1 == cnt
+              && (int64_t) have < need, "root alone blames %d/%d", peer, cnt);
+    /* 1 reads; its own children have not read it. */
+    for (int i = 0; i < 20; ++i) {
+        done += ofl_engine_progress(&w->inst[1]);
+    }
+    CHECK(0 == done && 0 == memcmp(c.recv[1], c.expect, 300) && SENTINEL == c.recv[1][300],
+          "rank 1 done %d or did not read", done);
+    CHECK(1 == ofl_engine_blocker(&w->inst[1], &peer, &cnt, &have, &need)
+              && (3 == peer || 4 == peer) && OFL_CNT_CREDIT * NCH + 1 == cnt,
+          "rank 1 blames %d/%d", peer, cnt);
+    CHECK(0 == ofl_engine_progress(&w->inst[0]), "root complete with child 2 unread");
+    CHECK(1 == ofl_engine_blocker(&w->inst[0], &peer, &cnt, &have, &need) && 2 == peer
+              && OFL_CNT_CREDIT * NCH + 1 == cnt, "root then blames %d/%d", peer, cnt);
+    CHECK(1 == ofl_engine_progress(&w->inst[3]) && 0 == ofl_engine_progress(&w->inst[1])
+              && 1 == ofl_engine_progress(&w->inst[4]) && 1 == ofl_engine_progress(&w->inst[1]),
+          "rank 1 completes exactly when 3 and 4 have read");
+    CHECK(0 == ofl_engine_progress(&w->inst[0]), "root complete with child 2 unread");
+    CHECK(1 == ofl_engine_progress(&w->inst[2]), "leaf 2 did not complete");
+    CHECK(0 == memcmp(c.recv[0], c.expect, 300), "root buffer changed");
+    CHECK(1 == ofl_engine_progress(&w->inst[0]), "root incomplete after every read");
+    sim_run(w, &c, 1, ORD_FORWARD, 0x1fu, "byref fence, one segment");
+    call_free(w, &c);
+
+    s = (spec_t) { K_BCAST, 0, PS_BYREF, 0, 300, next_tag++, 64 };
+    call_init(w, &c, &s);
+    for (int r = 1; r < n; ++r) {
+        call_post(w, &c, r);
+    }
+    call_post(w, &c, 0);
+    CHECK(5 == w->inst[0].nseg, "five segments: %u", w->inst[0].nseg);
+    done = 0;
+    for (int i = 0; i < 20; ++i) {
+        done += ofl_engine_progress(&w->inst[0]);
+    }
+    for (int i = 0; i < 20; ++i) {
+        for (int r = 1; r < n; ++r) {
+            done += ofl_engine_progress(&w->inst[r]);
+        }
+    }
+    int seg0 = 0;
+    for (int r = 1; r < n; ++r) {
+        seg0 += 0 == memcmp(c.recv[r], c.expect, 64) && all_sentinel(c.recv[r] + 64, 237);
+    }
+    CHECK(0 == done && n - 1 == seg0, "without the root: done %d, %d with segment 0 only",
+          done, seg0);
+    CHECK(1 == ofl_engine_blocker(&w->inst[3], &peer, &cnt, &have, &need) && 1 == peer
+              && OFL_CNT_DATA * NCH + 1 == cnt, "leaf 3 blames %d/%d", peer, cnt);
+    CHECK(0 == memcmp(c.recv[0], c.expect, 300), "root buffer changed");
+    sim_run(w, &c, 1, ORD_REVERSE, 0x1fu, "byref fence, five segments");
+    call_free(w, &c);
     world_close(w);
 }
 
@@ -2555,6 +3047,101 @@ static void test_softnic_api(void)
     for (int r = 0; r < 3; ++r) {
         ofl_softnic_detach(&m[r]);
     }
+}
+
+/* By-reference items on the softnic: put_ref publishes where bytes lie, get reads
+ * them (all or from an offset) and refuses to read past what was published; a
+ * reference to unmapped memory (a bogus address, a page made inaccessible) fails
+ * the read with an error, not the process, and leaves the destination alone;
+ * put_ref moves no counter and touches only its own stream's slot. probe_get
+ * reads a peer's word: equal, different, unreadable. */
+static void test_softnic_byref(void)
+{
+    char name[64];
+    shm_name(name, sizeof(name));
+    ofl_softnic_t a, b;
+    int rc = ofl_softnic_create(&a, name, 2, 0, 2, 64);
+    rc |= ofl_softnic_attach(&b, name, 2, 1, 2, 64);
+    CHECK(0 == rc, "byref softnic");
+    CHECK(0 == ofl_softnic_unlink(name), "unlink");
+    if (0 != rc) {
+        return;
+    }
+    ofl_nic_t *na = &a.base, *nb = &b.base;
+    CHECK(NULL != na->ops->get && NULL != na->ops->put_ref, "softnic without get/put_ref");
+    static uint8_t src[5000];
+    for (size_t i = 0; i < sizeof(src); ++i) {
+        src[i] = pattern(7, 99, i);
+    }
+    uint8_t *other = nb->ops->outbox(nb, 0, 1, 0);   /* b -> a, same channel and slot */
+    memset(other, 0x77, 64);
+    na->ops->put_ref(na, 1, 1, 0, src + 100, 4000);
+    na->ops->put_ref(na, 1, 0, 1, src, 10);
+    CHECK(0 == nb->ops->counter(nb, OFL_CNT_DATA, 0, 1)
+              && 0 == nb->ops->counter(nb, OFL_CNT_DATA, 0, 0)
+              && 0 == na->ops->counter(na, OFL_CNT_CREDIT, 1, 1) && 0x77 == other[0]
+              && 0x77 == other[63], "put_ref moved a counter or wrote another slot");
+    na->ops->bump(na, OFL_CNT_DATA, 1, 1, 0);
+    static uint8_t dst[5000];
+    memset(dst, SENTINEL, sizeof(dst));
+    CHECK(0 == nb->ops->get(nb, 0, 1, 0, 0, dst, 4000) && 0 == memcmp(dst, src + 100, 4000)
+              && SENTINEL == dst[4000], "get of a whole reference");
+    memset(dst, SENTINEL, sizeof(dst));
+    CHECK(0 == nb->ops->get(nb, 0, 1, 0, 1234, dst, 2766)
+              && 0 == memcmp(dst, src + 1334, 2766) && SENTINEL == dst[2766],
+          "get from an offset to the end");
+    CHECK(0 == nb->ops->get(nb, 0, 1, 0, 4000, dst, 0), "get of nothing at the end");
+    memset(dst, SENTINEL, sizeof(dst));
+    CHECK(-EINVAL == nb->ops->get(nb, 0, 1, 0, 0, dst, 4001)
+              && -EINVAL == nb->ops->get(nb, 0, 1, 0, 3999, dst, 2)
+              && -EINVAL == nb->ops->get(nb, 0, 1, 0, 4001, dst, 0)
+              && -EINVAL == nb->ops->get(nb, 0, 1, 0, UINT64_MAX, dst, 2)
+              && all_sentinel(dst, sizeof(dst)), "get past the published bytes");
+    CHECK(0 == nb->ops->get(nb, 0, 0, 1, 0, dst, 10) && 0 == memcmp(dst, src, 10),
+          "the other channel's reference");
+    /* The next item in the same slot (2 slots: item 2) replaces the reference. */
+    na->ops->put_ref(na, 1, 1, 2, src + 7, 16);
+    CHECK(0 == nb->ops->get(nb, 0, 1, 2, 0, dst, 16) && 0 == memcmp(dst, src + 7, 16),
+          "slot reuse");
+    /* Unreadable memory: a bogus address, a guard page behind readable bytes. */
+    long pg = sysconf(_SC_PAGESIZE);
+    uint8_t *map = mmap(NULL, (size_t) (2 * pg), PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(MAP_FAILED != map, "mmap");
+    if (MAP_FAILED != map) {
+        memset(map, 0x42, (size_t) (2 * pg));
+        CHECK(0 == mprotect(map + pg, (size_t) pg, PROT_NONE), "mprotect");
+        memset(dst, SENTINEL, sizeof(dst));
+        na->ops->put_ref(na, 1, 1, 3, (void *) 16, 64);
+        int e1 = nb->ops->get(nb, 0, 1, 3, 0, dst, 64);
+        int clean = all_sentinel(dst, sizeof(dst));
+        na->ops->put_ref(na, 1, 1, 4, map + pg - 100, 300);
+        int e2 = nb->ops->get(nb, 0, 1, 4, 0, dst, 300);
+        int e3 = nb->ops->get(nb, 0, 1, 4, 100, dst, 1);
+        int ok = nb->ops->get(nb, 0, 1, 4, 0, dst + 1000, 100);
+        CHECK(e1 < 0 && e2 < 0 && e3 < 0 && clean, "unreadable memory read: %d %d %d", e1, e2,
+              e3);
+        CHECK(0 == ok && 0x42 == dst[1000] && 0x42 == dst[1099] && SENTINEL == dst[1100],
+              "the readable part of a reference");
+        /* probe_get: this process's word, a wrong value, an unreadable address. */
+        uint64_t word = 0x0123456789abcdefull;
+        CHECK(0 == ofl_softnic_probe_get(&a, 1, &word, word)
+                  && 0 == ofl_softnic_probe_get(&b, 0, &word, word)
+                  && 0 == ofl_softnic_probe_get(&a, 0, &word, word), "probe_get of a real word");
+        int w1 = ofl_softnic_probe_get(&a, 1, &word, word + 1);
+        int w2 = ofl_softnic_probe_get(&a, 1, (void *) 16, 0);
+        int w3 = ofl_softnic_probe_get(&b, 0, map + pg, 0x4242424242424242ull);
+        /* A word half readable: a short read, which sets no errno of its own. */
+        errno = 0;
+        int w4 = ofl_softnic_probe_get(&b, 0, map + pg - 4, 0x4242424242424242ull);
+        CHECK(w1 < 0 && w2 < 0 && w3 < 0 && w4 < 0, "probe_get accepted a wrong value or "
+              "address: %d %d %d %d", w1, w2, w3, w4);
+        CHECK(0 == ofl_softnic_probe_get(&b, 0, map + pg - 8, 0x4242424242424242ull),
+              "probe_get of the last readable word");
+        munmap(map, (size_t) (2 * pg));
+    }
+    ofl_softnic_detach(&a);
+    ofl_softnic_detach(&b);
 }
 
 /* ---- c) threads ------------------------------------------------------------------ */
@@ -2993,15 +3580,170 @@ static void *thr_smain(void *arg)
     return NULL;
 }
 
-enum { THR_TREE, THR_EXCHANGE, THR_SPLIT };
+/* Calls thr_bmain makes in `iters` iterations. */
+static long bmain_calls(int iters)
+{
+    long calls = 0;
+    for (int it = 0; it < iters; ++it) {
+        calls += 1 + (0 == it % 2) + (0 == it % 3) + (1 == it % 4) + (2 == it % 5);
+    }
+    return calls;
+}
+
+/* By-reference bcasts interleaved with exchange, tree and split allreduces and
+ * by-value bcasts on the same streams, every result checked. Each iteration one
+ * by-reference bcast from a root that moves on (it + it / n), of 0 .. 5000 bytes
+ * (below, at and above the 256-byte slot) in segments of the message, 100 bytes,
+ * a slot or 3000 bytes; the moment it completes, the buffer is overwritten as
+ * an application reusing it would: a rank whose call completed before every
+ * child had read it hands that child the scribble. Then every 2nd iteration an
+ * exchange sum, every 3rd an in-place tree sum, every 4th a by-value bcast of up
+ * to 700 bytes (several slots), every 5th a split sum in 64-byte segments. */
+static void *thr_bmain(void *arg)
+{
+    thr_t *t = arg;
+    int n = t->n;
+    ofl_edges_t e;
+    if (0 != ofl_edges_init(&e, n)) {
+        thr_fail(t, "edges_init", -1);
+        return NULL;
+    }
+    ofl_sched_params_t pr = t->params, px = t->params, ps = t->params;
+    pr.byref = 1;
+    px.shape = OFL_SCHED_EXCHANGE;
+    ps.shape = OFL_SCHED_SPLIT;
+    ofl_program_t ex, sp, ar, bc[8], br[8];
+    int ok = 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &px, &ex);
+    ok &= 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &ps, &sp);
+    ok &= 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &t->params, &ar);
+    for (int r = 0; r < n; ++r) {
+        ok &= 0 == ofl_sched_compile(OFL_COLL_BCAST, r, t->rank, n, &t->params, &bc[r]);
+        ok &= 0 == ofl_sched_compile(OFL_COLL_BCAST, r, t->rank, n, &pr, &br[r]);
+        ok &= 1 == br[r].byref && 0 == bc[r].byref;
+    }
+    if (!ok) {
+        thr_fail(t, "compile", -1);
+        return NULL;
+    }
+    ofl_alu_fn isum = ofl_alu_lookup(OFL_OP_SUM, OFL_T_INT64);
+    static const size_t lens[] = { 0, 1, 7, 255, 257, 1000, 2600, 5000 };
+    static const size_t segs[] = { 0, 100, 256, 3000 };
+    const size_t nl = sizeof(lens) / sizeof(lens[0]);
+    uint8_t *bb = malloc(5001), vb[701];
+    int64_t send[8 * 8 + 13], recv[8 * 8 + 14];
+    for (int it = 0; it < t->small_iters; ++it) {
+        size_t wrong = 0;
+        int root = (it + it / n) % n;
+        size_t len = lens[it % nl], seg = segs[(it / nl) % 4];
+        for (size_t j = 0; j < len; ++j) {
+            bb[j] = t->rank == root ? pattern(root, (uint32_t) it, j) : SENTINEL;
+        }
+        bb[len] = SENTINEL;
+        ofl_call_t ob = { NULL, bb, NULL, 1, len, seg };
+        thr_call(t, &br[root], &e, &ob, it);
+        for (size_t j = 0; j < len; ++j) {
+            wrong += bb[j] != pattern(root, (uint32_t) it, j);
+        }
+        wrong += SENTINEL != bb[len];
+        memset(bb, 0x3c, len);
+        if (wrong) {
+            thr_fail(t, "by-reference bcast", it);
+        }
+        if (0 == it % 2) {
+            size_t count = 1 + (size_t) (it % 3);
+            for (size_t j = 0; j < count; ++j) {
+                send[j] = thr_val(t->rank, it, j);
+                recv[j] = -1;
+            }
+            ofl_call_t oc = { send, recv, isum, 8, count, 0 };
+            thr_call(t, &ex, &e, &oc, it);
+            for (size_t j = 0; j < count; ++j) {
+                uint64_t want = 0;
+                for (int r = 0; r < n; ++r) {
+                    want += (uint64_t) thr_val(r, it, j);
+                }
+                wrong += (uint64_t) recv[j] != want;
+            }
+            if (wrong) {
+                thr_fail(t, "exchange between by-reference bcasts", it);
+            }
+        }
+        if (0 == it % 3) {
+            recv[0] = thr_val(t->rank, it + 5555, 0);
+            ofl_call_t oc = { recv, recv, isum, 8, 1, 0 };
+            thr_call(t, &ar, &e, &oc, it);
+            uint64_t want = 0;
+            for (int r = 0; r < n; ++r) {
+                want += (uint64_t) thr_val(r, it + 5555, 0);
+            }
+            if ((uint64_t) recv[0] != want) {
+                thr_fail(t, "tree allreduce between by-reference bcasts", it);
+            }
+        }
+        if (1 == it % 4) {
+            int vroot = (it / 4) % n;
+            size_t vlen = 1 + (size_t) (it * 37 % 700);
+            for (size_t j = 0; j < vlen; ++j) {
+                vb[j] = t->rank == vroot ? pattern(vroot, (uint32_t) it + 77777, j) : SENTINEL;
+            }
+            vb[vlen] = SENTINEL;
+            ofl_call_t ov = { NULL, vb, NULL, 1, vlen, 0 };
+            thr_call(t, &bc[vroot], &e, &ov, it);
+            for (size_t j = 0; j < vlen; ++j) {
+                wrong += vb[j] != pattern(vroot, (uint32_t) it + 77777, j);
+            }
+            wrong += SENTINEL != vb[vlen];
+            if (wrong) {
+                thr_fail(t, "by-value bcast between by-reference bcasts", it);
+            }
+        }
+        if (2 == it % 5) {
+            size_t count = 8 * (size_t) n + (size_t) (it % 13);
+            for (size_t j = 0; j < count; ++j) {
+                send[j] = thr_val(t->rank, -it, j);
+                recv[j] = -1;
+            }
+            recv[count] = -7;
+            ofl_call_t oc = { send, recv, isum, 8, count, 64 };
+            thr_call(t, &sp, &e, &oc, it);
+            for (size_t j = 0; j < count; ++j) {
+                uint64_t want = 0;
+                for (int r = 0; r < n; ++r) {
+                    want += (uint64_t) thr_val(r, -it, j);
+                }
+                wrong += (uint64_t) recv[j] != want;
+            }
+            wrong += -7 != recv[count];
+            if (wrong) {
+                thr_fail(t, "split between by-reference bcasts", it);
+            }
+        }
+    }
+    free(bb);
+    ofl_program_free(&ex);
+    ofl_program_free(&sp);
+    ofl_program_free(&ar);
+    for (int r = 0; r < n; ++r) {
+        ofl_program_free(&bc[r]);
+        ofl_program_free(&br[r]);
+    }
+    memcpy(t->in, e.in, sizeof(uint64_t) * (size_t) n * NCH);
+    memcpy(t->out, e.out, sizeof(uint64_t) * (size_t) n * NCH);
+    ofl_edges_fini(&e);
+    return NULL;
+}
+
+enum { THR_TREE, THR_EXCHANGE, THR_SPLIT, THR_BYREF };
 
 /* THR_TREE: thr_main on 256-byte segments; THR_EXCHANGE: thr_xmain on 4 KiB ones;
- * THR_SPLIT: thr_smain on 4 KiB slots, most calls cut smaller by seg_bytes. */
+ * THR_SPLIT: thr_smain on 4 KiB slots, most calls cut smaller by seg_bytes;
+ * THR_BYREF: thr_bmain on 256-byte slots, its bcast trees of the kind and radix
+ * given (the other modes' bcast tree is the binomial one). */
 static void test_threads(int n, int slots, ofl_tree_kind_t kind, int radix, int mode,
                          int iters)
 {
-    static const char *mode_name[] = { "tree", "exchange", "split" };
-    size_t segsize = THR_TREE == mode ? 256 : 4096;
+    static const char *mode_name[] = { "tree", "exchange", "split", "byref" };
+    size_t segsize = THR_TREE == mode || THR_BYREF == mode ? 256 : 4096;
     char name[64];
     shm_name(name, sizeof(name));
     thr_t t[8];
@@ -3011,7 +3753,11 @@ static void test_threads(int n, int slots, ofl_tree_kind_t kind, int radix, int 
         t[r].rank = r;
         t[r].n = n;
         t[r].small_iters = iters;
-        t[r].params = (ofl_sched_params_t) { kind, radix, OFL_TREE_KNOMIAL, 2, slots, 0 };
+        t[r].params = (ofl_sched_params_t) { kind, radix, OFL_TREE_KNOMIAL, 2, slots, 0, 0 };
+        if (THR_BYREF == mode) {
+            t[r].params.bcast_kind = kind;
+            t[r].params.bcast_radix = radix;
+        }
         rc = 0 == r ? ofl_softnic_create(&t[r].nic, name, n, r, slots, segsize)
                     : ofl_softnic_attach(&t[r].nic, name, n, r, slots, segsize);
         CHECK(0 == rc, "threads %d: softnic rank %d: %d", n, r, rc);
@@ -3023,7 +3769,7 @@ static void test_threads(int n, int slots, ofl_tree_kind_t kind, int radix, int 
     if (0 != rc) {
         return;
     }
-    void *(*body[])(void *) = { thr_main, thr_xmain, thr_smain };
+    void *(*body[])(void *) = { thr_main, thr_xmain, thr_smain, thr_bmain };
     pthread_t th[8];
     for (int r = 0; r < n; ++r) {
         CHECK(0 == pthread_create(&th[r], NULL, body[mode], &t[r]), "pthread_create");
@@ -3037,7 +3783,8 @@ static void test_threads(int n, int slots, ofl_tree_kind_t kind, int radix, int 
     }
     long want = THR_TREE == mode       ? iters + 18
                 : THR_EXCHANGE == mode ? iters + (iters + 2) / 3 + (iters + 1) / 3
-                                       : smain_calls(iters);
+                : THR_SPLIT == mode    ? smain_calls(iters)
+                                       : bmain_calls(iters);
     CHECK(calls == (long) n * want, "threads n %d %s: %ld calls", n, mode_name[mode], calls);
     /* Every call is over: each count equals the items its stream carried, and the
      * trigger test agrees with it exactly. */
@@ -3064,6 +3811,12 @@ static void test_threads(int n, int slots, ofl_tree_kind_t kind, int radix, int 
     int used_ok = THR_TREE == mode       ? used[0] >= n - 1 && used[1] >= n - 1
                   : THR_EXCHANGE == mode ? used[0] == all && used[1] >= n - 1
                                          : used[0] == all && used[1] == all;
+    /* THR_BYREF calls wait for nothing else: no wait failed. */
+    long waits_bad = 0;
+    for (int r = 0; r < n; ++r) {
+        waits_bad += t[r].waits_bad;
+    }
+    CHECK(0 == waits_bad, "threads n %d %s: %ld waits failed", n, mode_name[mode], waits_bad);
     CHECK(0 == bad && used_ok, "threads n %d %s: %d streams off their counts, %d + %d used", n,
           mode_name[mode], bad, used[0], used[1]);
     for (int r = 0; r < n; ++r) {
@@ -3104,7 +3857,7 @@ static void *poison_waiter(void *arg)
  * third party poisons the communicator naming 2: both waits must end with it. */
 static void test_poison(void)
 {
-    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KARY, 2, 1, 0 };
+    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KARY, 2, 1, 0, 0 };
     char name[64];
     shm_name(name, sizeof(name));
     poison_t p[2];
@@ -3151,7 +3904,7 @@ static void count_progress(void *ctx)
 /* A live peer that never posts: the watchdog names it after timeout_s. */
 static void test_watchdog(void)
 {
-    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KARY, 2, 1, 0 };
+    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KARY, 2, 1, 0, 0 };
     char name[64];
     shm_name(name, sizeof(name));
     ofl_softnic_t a, b;
@@ -3187,12 +3940,99 @@ static void test_watchdog(void)
     ofl_softnic_detach(&b);
 }
 
+/* A by-reference bcast whose data cannot be read (root 0 of 3 ranks, binary tree:
+ * both others read from it): the root's buffer is a bogus pointer, or one whose
+ * segment runs from readable bytes into a page without access. The root never
+ * touches its buffer and waits for the reads (incomplete, no crash); a reader's
+ * progress returns -1 with inst.error < 0, again on every later call, leaving its
+ * buffer as it was for the bogus pointer, and even once the page is readable
+ * again (a failed call stays failed); the other reader's ofl_engine_wait
+ * returns OFL_WAIT_FAILED with inst.error < 0. Runs on a fresh world each time:
+ * the failed streams are not used again. Before that, the same call with a good
+ * buffer works on the same kind of world. */
+static void test_byref_failure(void)
+{
+    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KARY, 2, 1, 0, 0 };
+    long pg = sysconf(_SC_PAGESIZE);
+    uint8_t *map = mmap(NULL, (size_t) (2 * pg), PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(MAP_FAILED != map, "mmap");
+    if (MAP_FAILED == map) {
+        return;
+    }
+    memset(map, 0x42, (size_t) pg);
+    CHECK(0 == mprotect(map + pg, (size_t) pg, PROT_NONE), "mprotect");
+    void *bad_root[2] = { (void *) 16, map + pg - 100 };
+    for (int v = 0; v < 3; ++v) {
+        world_t *w = world_open(3, 1, 64, &pk, &pk);
+        if (NULL == w) {
+            continue;
+        }
+        /* v == 2: the readable bytes alone (the last one the sentinel behind the
+         * buffer), as a control. */
+        spec_t s = { K_BCAST, 0, PS_BYREF, 0, 2 == v ? 99 : 300, next_tag++, 0 };
+        call_t c;
+        call_init(w, &c, &s);
+        uint8_t *good = c.recv[0];
+        c.recv[0] = 2 == v ? map + pg - 100 : bad_root[v];
+        if (2 == v) {
+            memset(c.expect, 0x42, 99);
+            map[pg - 1] = SENTINEL;
+        }
+        for (int r = 0; r < 3; ++r) {
+            call_post(w, &c, r);
+        }
+        if (2 == v) {
+            sim_run(w, &c, 1, ORD_RANDOM, 0x7u, "byref read up to a guard page");
+            c.recv[0] = good;
+            call_free(w, &c);
+            world_close(w);
+            continue;
+        }
+        int r0 = ofl_engine_progress(&w->inst[0]);
+        int r1 = ofl_engine_progress(&w->inst[1]);
+        int e1 = w->inst[1].error;
+        int r1again = ofl_engine_progress(&w->inst[1]);
+        CHECK(0 == r0 && -1 == r1 && e1 < 0 && -1 == r1again && e1 == w->inst[1].error,
+              "bad reference %d: root %d, reader %d (error %d), again %d", v, r0, r1, e1,
+              r1again);
+        CHECK(1 == v || all_sentinel(c.recv[1], 301), "failed read wrote the buffer");
+        if (1 == v) {
+            /* The memory becomes readable: a failed call stays failed, reads no more. */
+            uint8_t before[301];
+            memcpy(before, c.recv[1], sizeof(before));
+            CHECK(0 == mprotect(map + pg, (size_t) pg, PROT_READ), "mprotect");
+            CHECK(-1 == ofl_engine_progress(&w->inst[1]) && e1 == w->inst[1].error
+                      && 0 == memcmp(before, c.recv[1], sizeof(before)),
+                  "a failed call resumed");
+            CHECK(0 == mprotect(map + pg, (size_t) pg, PROT_NONE), "mprotect");
+        }
+        ofl_wait_opts_t o = { NULL, NULL, 64, 5.0, 0.01 };
+        int peer = -1;
+        double t0 = now_s();
+        ofl_wait_status_t st = ofl_engine_wait(&w->inst[2], &o, &peer);
+        CHECK(OFL_WAIT_FAILED == st && w->inst[2].error < 0 && now_s() - t0 < 1.0,
+              "bad reference %d: wait status %d error %d", v, (int) st, w->inst[2].error);
+        CHECK(OFL_WAIT_FAILED == ofl_engine_wait(&w->inst[1], &o, &peer),
+              "a failed call waited on");
+        int done = 0;
+        for (int i = 0; i < 20; ++i) {
+            done += ofl_engine_progress(&w->inst[0]);
+        }
+        CHECK(0 == done && 0 == w->inst[0].error, "root completed without a read (%d)", done);
+        c.recv[0] = good;
+        call_free(w, &c);
+        world_close(w);
+    }
+    munmap(map, (size_t) (2 * pg));
+}
+
 /* A real process attaches as rank 1 and exits: as a zombie and once reaped, it is
  * dead; a wait on it reports it and poisons the communicator. Runs while this
  * process has a single thread. */
 static void test_dead_peer(void)
 {
-    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KARY, 2, 1, 0 };
+    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KARY, 2, 1, 0, 0 };
     char name[64];
     shm_name(name, sizeof(name));
     ofl_softnic_t a;
@@ -3262,8 +4102,10 @@ int main(void)
     test_shape();
     test_shape_exchange();
     test_shape_split();
+    test_shape_byref();
     double t1 = now_s();
     test_softnic_api();
+    test_softnic_byref();
     test_sim_matrix();
     test_sim_mixed();
     test_sim_exchange();
@@ -3273,6 +4115,8 @@ int main(void)
     test_sim_split();
     test_sim_split_float();
     test_sim_split_blocked();
+    test_sim_byref();
+    test_sim_byref_fence();
     /* The engine's queue rule held after every step of every simulated call; it
      * did hold triggered descriptors back (in-place exchange: the combine of a
      * segment may trigger before its put); and every call was cut into the
@@ -3284,6 +4128,7 @@ int main(void)
     test_dead_peer();
     test_watchdog();
     test_poison();
+    test_byref_failure();
     double t3 = now_s();
     test_threads(2, 1, OFL_TREE_KARY, 2, THR_TREE, 2000);
     test_threads(3, 2, OFL_TREE_KNOMIAL, 2, THR_TREE, 2000);
@@ -3295,6 +4140,9 @@ int main(void)
     test_threads(2, 1, OFL_TREE_KNOMIAL, 2, THR_SPLIT, 1500);
     test_threads(4, 2, OFL_TREE_KARY, 2, THR_SPLIT, 1500);
     test_threads(8, 1, OFL_TREE_KNOMIAL, 3, THR_SPLIT, 500);
+    test_threads(2, 1, OFL_TREE_KARY, 2, THR_BYREF, 600);
+    test_threads(4, 2, OFL_TREE_KNOMIAL, 2, THR_BYREF, 400);
+    test_threads(8, 1, OFL_TREE_KARY, 3, THR_BYREF, 200);
     double t4 = now_s();
     check_no_leftover_shm();
     printf("engine: shape %.2f s, sim %.2f s, failure %.2f s, threads %.2f s\n", t1 - t0,
