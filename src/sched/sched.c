@@ -101,27 +101,38 @@ static int stream_k(builder_t *b, int is_out, const ofl_ref_t *r)
     return (*k)++;
 }
 
-static void emit(builder_t *b, draft_t *d)
+/* Room for one more descriptor and its refs, triggers and CP bumps; the new
+ * descriptor, empty, or NULL when memory ran out. */
+static ofl_desc_t *desc_new(builder_t *b, int seg_off, int nrefs, int ntrigs, int ncps)
 {
     ofl_program_t *p = b->p;
     p->desc = grow(p->desc, &b->cap_desc, p->ndesc + 1, sizeof(*p->desc), &b->failed);
-    p->refs = grow(p->refs, &b->cap_refs, p->nrefs + d->n_in + d->n_out, sizeof(*p->refs),
-                   &b->failed);
-    p->trigs = grow(p->trigs, &b->cap_trigs, p->ntrigs + d->n_in + d->n_out,
-                    sizeof(*p->trigs), &b->failed);
-    p->cps = grow(p->cps, &b->cap_cps, p->ncps + d->n_in + d->n_out, sizeof(*p->cps),
-                  &b->failed);
+    p->refs = grow(p->refs, &b->cap_refs, p->nrefs + nrefs, sizeof(*p->refs), &b->failed);
+    p->trigs = grow(p->trigs, &b->cap_trigs, p->ntrigs + ntrigs, sizeof(*p->trigs),
+                    &b->failed);
+    p->cps = grow(p->cps, &b->cap_cps, p->ncps + ncps, sizeof(*p->cps), &b->failed);
     if (b->failed) {
-        return;
+        return NULL;
     }
     ofl_desc_t *desc = &p->desc[p->ndesc++];
     memset(desc, 0, sizeof(*desc));
     desc->first_ref = (uint16_t) p->nrefs;
-    desc->n_in = (uint8_t) d->n_in;
-    desc->n_out = (uint8_t) d->n_out;
     desc->first_trig = (uint16_t) p->ntrigs;
     desc->first_cp = (uint16_t) p->ncps;
-    desc->seg_off = (uint16_t) d->seg_off;
+    desc->seg_off = (uint16_t) seg_off;
+    return desc;
+}
+
+static void emit(builder_t *b, draft_t *d)
+{
+    ofl_program_t *p = b->p;
+    int nrefs = d->n_in + d->n_out;
+    ofl_desc_t *desc = desc_new(b, d->seg_off, nrefs, nrefs, nrefs);
+    if (NULL == desc) {
+        return;
+    }
+    desc->n_in = (uint8_t) d->n_in;
+    desc->n_out = (uint8_t) d->n_out;
     for (int i = 0; i < d->n_in; ++i) {
         ofl_ref_t r = d->in[i];
         if (OFL_BUF_PEER == r.buf) {
@@ -154,18 +165,10 @@ static void emit(builder_t *b, draft_t *d)
 static void emit_fence(builder_t *b, const draft_t *put)
 {
     ofl_program_t *p = b->p;
-    p->desc = grow(p->desc, &b->cap_desc, p->ndesc + 1, sizeof(*p->desc), &b->failed);
-    p->trigs = grow(p->trigs, &b->cap_trigs, p->ntrigs + put->n_out, sizeof(*p->trigs),
-                    &b->failed);
-    if (b->failed) {
+    ofl_desc_t *desc = desc_new(b, put->seg_off, 0, put->n_out, 0);
+    if (NULL == desc) {
         return;
     }
-    ofl_desc_t *desc = &p->desc[p->ndesc++];
-    memset(desc, 0, sizeof(*desc));
-    desc->first_ref = (uint16_t) p->nrefs;
-    desc->first_trig = (uint16_t) p->ntrigs;
-    desc->first_cp = (uint16_t) p->ncps;
-    desc->seg_off = (uint16_t) put->seg_off;
     for (int i = 0; i < put->n_out; ++i) {
         const ofl_ref_t *r = &put->out[i];
         if (OFL_BUF_PEER == r->buf && r->byref) {
