@@ -1,0 +1,175 @@
+/*
+ * coll/offload — the progress agent (see agent.h).
+ */
+#include "engine/agent.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+
+void ofl_agent_init(ofl_agent_t *agent)
+{
+    memset(agent, 0, sizeof(*agent));
+    pthread_mutex_init(&agent->list_lock, NULL);
+    pthread_mutex_init(&agent->sleep_lock, NULL);
+    pthread_cond_init(&agent->wake, NULL);
+    atomic_init(&agent->pending, 0);
+    atomic_init(&agent->stop, 0);
+    atomic_init(&agent->rounds, 0);
+    atomic_init(&agent->sleeps, 0);
+}
+
+void ofl_agent_item_init(ofl_agent_item_t *item, ofl_agent_progress_fn progress)
+{
+    memset(item, 0, sizeof(*item));
+    item->progress = progress;
+    atomic_init(&item->busy, 0);
+}
+
+void ofl_agent_item_lock(ofl_agent_item_t *item)
+{
+    while (!ofl_agent_item_trylock(item)) {
+        sched_yield();
+    }
+}
+
+int ofl_agent_item_try(ofl_agent_item_t *item)
+{
+    if (!ofl_agent_item_trylock(item)) {
+        return 0;
+    }
+    int rc = item->progress(item);
+    ofl_agent_item_unlock(item);
+    return rc;
+}
+
+void ofl_agent_add(ofl_agent_t *agent, ofl_agent_item_t *item)
+{
+    pthread_mutex_lock(&agent->list_lock);
+    if (!item->linked) {
+        item->prev = NULL;
+        item->next = agent->head;
+        if (NULL != agent->head) {
+            agent->head->prev = item;
+        }
+        agent->head = item;
+        item->linked = 1;
+    }
+    pthread_mutex_unlock(&agent->list_lock);
+}
+
+void ofl_agent_remove(ofl_agent_t *agent, ofl_agent_item_t *item)
+{
+    /* Rounds hold the list lock from start to end, so once we have it no round
+     * is inside this item, and none can find it after the unlink. */
+    pthread_mutex_lock(&agent->list_lock);
+    if (item->linked) {
+        if (NULL != item->prev) {
+            item->prev->next = item->next;
+        } else {
+            agent->head = item->next;
+        }
+        if (NULL != item->next) {
+            item->next->prev = item->prev;
+        }
+        item->prev = item->next = NULL;
+        item->linked = 0;
+    }
+    pthread_mutex_unlock(&agent->list_lock);
+}
+
+int ofl_agent_run(ofl_agent_t *agent)
+{
+    /* Two threads walking the list would only fight over the items' executor
+     * locks: whoever comes second lets the first one do the round. */
+    if (0 != pthread_mutex_trylock(&agent->list_lock)) {
+        return 0;
+    }
+    int worked = 0;
+    for (ofl_agent_item_t *item = agent->head; NULL != item; item = item->next) {
+        worked += ofl_agent_item_try(item);
+    }
+    pthread_mutex_unlock(&agent->list_lock);
+    return worked;
+}
+
+void ofl_agent_wake_(ofl_agent_t *agent)
+{
+    /* The agent re-checks `pending` under sleep_lock before it waits, and we
+     * raised it before taking the lock: the signal cannot be lost. */
+    pthread_mutex_lock(&agent->sleep_lock);
+    if (agent->sleeping) {
+        pthread_cond_signal(&agent->wake);
+    }
+    pthread_mutex_unlock(&agent->sleep_lock);
+}
+
+static void *agent_main(void *arg)
+{
+    ofl_agent_t *agent = arg;
+    pthread_setname_np(pthread_self(), "ofl-agent");
+    if (NULL != agent->on_start) {
+        agent->on_start(agent->on_start_ctx);
+    }
+    for (;;) {
+        if (0 == ofl_agent_pending(agent)) {
+            pthread_mutex_lock(&agent->sleep_lock);
+            while (0 == ofl_agent_pending(agent)
+                   && !atomic_load_explicit(&agent->stop, memory_order_acquire)) {
+                agent->sleeping = 1;
+                atomic_fetch_add_explicit(&agent->sleeps, 1, memory_order_relaxed);
+                pthread_cond_wait(&agent->wake, &agent->sleep_lock);
+                agent->sleeping = 0;
+            }
+            pthread_mutex_unlock(&agent->sleep_lock);
+        }
+        if (atomic_load_explicit(&agent->stop, memory_order_acquire)) {
+            break;
+        }
+        atomic_fetch_add_explicit(&agent->rounds, 1, memory_order_relaxed);
+        /* Cores are often shared with the ranks themselves: when nothing could
+         * run, give the core to whoever the work is waiting for. */
+        if (ofl_agent_run(agent) <= 0) {
+            sched_yield();
+        }
+    }
+    return NULL;
+}
+
+int ofl_agent_start(ofl_agent_t *agent, void (*on_start)(void *ctx), void *ctx)
+{
+    if (agent->started) {
+        return 0;
+    }
+    agent->on_start = on_start;
+    agent->on_start_ctx = ctx;
+    atomic_store(&agent->stop, 0);
+    /* Signals belong to the application's threads: the agent inherits a mask
+     * that blocks them all. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int rc = pthread_create(&agent->thread, NULL, agent_main, agent);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (0 != rc) {
+        return rc;
+    }
+    agent->started = 1;
+    return 0;
+}
+
+void ofl_agent_fini(ofl_agent_t *agent)
+{
+    if (agent->started) {
+        atomic_store_explicit(&agent->stop, 1, memory_order_release);
+        pthread_mutex_lock(&agent->sleep_lock);
+        pthread_cond_signal(&agent->wake);
+        pthread_mutex_unlock(&agent->sleep_lock);
+        pthread_join(agent->thread, NULL);
+        agent->started = 0;
+    }
+    pthread_cond_destroy(&agent->wake);
+    pthread_mutex_destroy(&agent->sleep_lock);
+    pthread_mutex_destroy(&agent->list_lock);
+}

@@ -1,0 +1,130 @@
+/*
+ * coll/offload — the progress agent: one thread per process that executes
+ * outstanding work while the application computes.
+ *
+ * Work is organised in items (in the component: one per communicator). An item
+ * has a progress callback that executes whatever of its work can run now and
+ * never blocks. At most one thread at a time runs an item's callback: the item
+ * carries an executor lock, taken with a try-lock by whoever wants to progress
+ * it — the agent, or an application thread inside an MPI call — so an item's
+ * state needs no other synchronisation against concurrent executors.
+ *
+ * The agent sleeps on a condition variable (no CPU at all) while no work is
+ * outstanding. Posters count work in with ofl_agent_post() and executors count
+ * it out with ofl_agent_done(); the first unit of work wakes the agent, which
+ * then polls every item, yielding the CPU between rounds that found nothing to
+ * do, until the count drops back to zero.
+ *
+ * Nothing here knows about MPI: the thread is started lazily by the caller,
+ * which can run a hook inside the new thread first (to bind it to a core).
+ */
+#ifndef OFL_AGENT_H
+#define OFL_AGENT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+typedef struct ofl_agent_item ofl_agent_item_t;
+
+/* Execute what can run now; never block. Returns > 0 if anything happened
+ * (so the caller should poll again at once), 0 if everything is waiting. */
+typedef int (*ofl_agent_progress_fn)(ofl_agent_item_t *item);
+
+struct ofl_agent_item {
+    ofl_agent_progress_fn progress;
+    atomic_int busy;              /* executor lock: 1 while a thread runs progress */
+    ofl_agent_item_t *prev;       /* the agent's list; under the agent's list lock */
+    ofl_agent_item_t *next;
+    int linked;
+};
+
+typedef struct {
+    pthread_mutex_t list_lock;    /* the item list; held for a whole round */
+    ofl_agent_item_t *head;
+    pthread_mutex_t sleep_lock;   /* with wake: the agent's sleep */
+    pthread_cond_t wake;
+    atomic_long pending;          /* units of work posted and not yet done */
+    atomic_int stop;
+    int sleeping;                 /* under sleep_lock */
+    int started;
+    pthread_t thread;
+    void (*on_start)(void *ctx);  /* run first inside the agent thread */
+    void *on_start_ctx;
+    atomic_ulong rounds;          /* rounds the agent ran (tests, diagnostics) */
+    atomic_ulong sleeps;          /* times it went to sleep */
+} ofl_agent_t;
+
+void ofl_agent_init(ofl_agent_t *agent);
+
+/* Start the thread (once; later calls return 0 at once). `on_start` (may be NULL)
+ * runs first in the new thread. Returns 0 or an errno value. */
+int ofl_agent_start(ofl_agent_t *agent, void (*on_start)(void *ctx), void *ctx);
+
+/* Stop and join the thread (if started), then free what init made. Items still
+ * registered are left alone: the caller owns them. */
+void ofl_agent_fini(ofl_agent_t *agent);
+
+static inline int ofl_agent_started(const ofl_agent_t *agent)
+{
+    return agent->started;
+}
+
+void ofl_agent_item_init(ofl_agent_item_t *item, ofl_agent_progress_fn progress);
+
+/* Register / unregister an item with the agent's list. After ofl_agent_remove()
+ * returns, no round runs the item any more and no thread is inside its callback
+ * through the agent (a thread calling ofl_agent_item_try() directly is the
+ * caller's business). */
+void ofl_agent_add(ofl_agent_t *agent, ofl_agent_item_t *item);
+void ofl_agent_remove(ofl_agent_t *agent, ofl_agent_item_t *item);
+
+/* The executor lock. try_lock never waits; lock spins (yielding) until held. */
+static inline int ofl_agent_item_trylock(ofl_agent_item_t *item)
+{
+    int expect = 0;
+    return atomic_load_explicit(&item->busy, memory_order_relaxed) == 0
+           && atomic_compare_exchange_strong_explicit(&item->busy, &expect, 1,
+                                                      memory_order_acquire,
+                                                      memory_order_relaxed);
+}
+
+static inline void ofl_agent_item_unlock(ofl_agent_item_t *item)
+{
+    atomic_store_explicit(&item->busy, 0, memory_order_release);
+}
+
+void ofl_agent_item_lock(ofl_agent_item_t *item);
+
+/* Run item's callback if no other thread is running it. Returns its result, or
+ * 0 when the item was busy. */
+int ofl_agent_item_try(ofl_agent_item_t *item);
+
+/* Internal to ofl_agent_post: signal the agent if it sleeps. */
+void ofl_agent_wake_(ofl_agent_t *agent);
+
+/* Count `n` units of work in; the first one wakes a sleeping agent. */
+static inline void ofl_agent_post(ofl_agent_t *agent, long n)
+{
+    if (0 == atomic_fetch_add_explicit(&agent->pending, n, memory_order_acq_rel)) {
+        ofl_agent_wake_(agent);
+    }
+}
+
+/* Count `n` units of work out (whoever finished them). */
+static inline void ofl_agent_done(ofl_agent_t *agent, long n)
+{
+    atomic_fetch_sub_explicit(&agent->pending, n, memory_order_acq_rel);
+}
+
+static inline long ofl_agent_pending(ofl_agent_t *agent)
+{
+    return atomic_load_explicit(&agent->pending, memory_order_acquire);
+}
+
+/* One round over every registered item from the calling thread (an application
+ * thread inside an MPI call, or the agent itself). Skips the round (returns 0)
+ * when another thread is running one; otherwise the sum of the callbacks'
+ * results. */
+int ofl_agent_run(ofl_agent_t *agent);
+
+#endif

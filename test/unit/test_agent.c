@@ -1,0 +1,320 @@
+/*
+ * Unit test of the progress agent (src/engine/agent.c) without MPI.
+ *
+ *   lazy      nothing runs before start; the start hook runs in the new thread;
+ *   work      posted work is executed by the agent alone while the main thread
+ *             only sleeps, and the pending count returns to zero;
+ *   sleep     with nothing outstanding the agent sleeps: the process uses no CPU
+ *             while the main thread sleeps, and a later post wakes it promptly;
+ *   exclusive the agent and several host threads run rounds and try items
+ *             concurrently; no item's callback is ever entered twice at once;
+ *   remove    after ofl_agent_remove() returns the callback is never run again
+ *             by the agent, even while work is still counted as pending;
+ *   stop      fini joins a polling agent and a sleeping one.
+ */
+#include "engine/agent.h"
+#include "unit.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
+}
+
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (long) (ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+/* A work item that needs `steps` callbacks per unit of work, so a unit takes
+ * several rounds. */
+typedef struct {
+    ofl_agent_item_t item;        /* first: the callback gets this pointer */
+    ofl_agent_t *agent;
+    atomic_int inside;            /* threads inside the callback right now */
+    atomic_int overlap;           /* times two threads were inside at once */
+    atomic_long calls;
+    atomic_long units;            /* posted, not finished */
+    atomic_long finished;
+    long step;                    /* progress within the current unit */
+    long steps;
+    atomic_int removed;           /* set after ofl_agent_remove() returned */
+    atomic_int called_after_remove;
+    pthread_t owner_seen;
+} work_t;
+
+static int work_progress(ofl_agent_item_t *item)
+{
+    work_t *w = (work_t *) item;
+    if (atomic_fetch_add(&w->inside, 1) != 0) {
+        atomic_fetch_add(&w->overlap, 1);
+    }
+    if (atomic_load(&w->removed)) {
+        atomic_fetch_add(&w->called_after_remove, 1);
+    }
+    atomic_fetch_add(&w->calls, 1);
+    w->owner_seen = pthread_self();
+    int did = 0;
+    if (atomic_load(&w->units) > 0) {
+        /* Non-atomic state, safe only because executors are exclusive. */
+        long s = w->step + 1;
+        for (volatile int spin = 0; spin < 50; ++spin) {
+        }
+        w->step = s;
+        did = 1;
+        if (w->step >= w->steps) {
+            w->step = 0;
+            atomic_fetch_sub(&w->units, 1);
+            atomic_fetch_add(&w->finished, 1);
+            ofl_agent_done(w->agent, 1);
+        }
+    }
+    atomic_fetch_sub(&w->inside, 1);
+    return did;
+}
+
+static void work_init(work_t *w, ofl_agent_t *agent, long steps)
+{
+    memset(w, 0, sizeof(*w));
+    ofl_agent_item_init(&w->item, work_progress);
+    w->agent = agent;
+    w->steps = steps;
+}
+
+static void work_post(work_t *w, long n)
+{
+    atomic_fetch_add(&w->units, n);
+    ofl_agent_post(w->agent, n);
+}
+
+static int wait_finished(work_t *w, long want, double timeout)
+{
+    double t0 = now_s();
+    while (atomic_load(&w->finished) < want) {
+        if (now_s() - t0 > timeout) {
+            return 0;
+        }
+        sleep_ms(1);
+    }
+    return 1;
+}
+
+static pthread_t hook_thread;
+static atomic_int hook_calls;
+
+static void hook(void *ctx)
+{
+    CHECK(ctx == (void *) &hook_calls, "hook context");
+    hook_thread = pthread_self();
+    atomic_fetch_add(&hook_calls, 1);
+}
+
+static void test_lazy_and_work(void)
+{
+    ofl_agent_t a;
+    ofl_agent_init(&a);
+    work_t w;
+    work_init(&w, &a, 7);
+    ofl_agent_add(&a, &w.item);
+    work_post(&w, 3);
+    sleep_ms(20);
+    CHECK(0 == atomic_load(&w.calls), "no thread runs before start (%ld calls)",
+          (long) atomic_load(&w.calls));
+    CHECK(!ofl_agent_started(&a), "not started");
+
+    CHECK(0 == ofl_agent_start(&a, hook, &hook_calls), "start");
+    CHECK(0 == ofl_agent_start(&a, hook, &hook_calls), "second start is a no-op");
+    CHECK(wait_finished(&w, 3, 5.0), "agent finished the work posted before start");
+    CHECK(1 == atomic_load(&hook_calls), "hook ran once (%d)", atomic_load(&hook_calls));
+    CHECK(!pthread_equal(hook_thread, pthread_self()), "hook ran in the agent thread");
+    CHECK(pthread_equal(w.owner_seen, hook_thread), "callbacks ran in the agent thread");
+
+    /* Only the agent works: the main thread sleeps. */
+    for (int round = 0; round < 50; ++round) {
+        work_post(&w, 1 + round % 3);
+    }
+    long want = 3;
+    for (int round = 0; round < 50; ++round) {
+        want += 1 + round % 3;
+    }
+    CHECK(wait_finished(&w, want, 10.0), "agent finished %ld units (did %ld)", want,
+          (long) atomic_load(&w.finished));
+    CHECK(0 == ofl_agent_pending(&a), "pending back to zero (%ld)", ofl_agent_pending(&a));
+    CHECK(0 == atomic_load(&w.overlap), "no concurrent callbacks");
+
+    ofl_agent_remove(&a, &w.item);
+    ofl_agent_fini(&a);
+    CHECK(!ofl_agent_started(&a), "stopped");
+}
+
+static void test_sleep(void)
+{
+    ofl_agent_t a;
+    ofl_agent_init(&a);
+    work_t w;
+    work_init(&w, &a, 3);
+    ofl_agent_add(&a, &w.item);
+    CHECK(0 == ofl_agent_start(&a, NULL, NULL), "start");
+    work_post(&w, 1);
+    CHECK(wait_finished(&w, 1, 5.0), "first unit");
+    sleep_ms(20);   /* let the agent go back to sleep */
+
+    unsigned long rounds0 = atomic_load(&a.rounds);
+    double c0 = cpu_s();
+    sleep_ms(300);
+    double used = cpu_s() - c0;
+    unsigned long rounds1 = atomic_load(&a.rounds);
+    CHECK(used < 0.03, "idle agent used %.3f s of CPU in 0.3 s", used);
+    CHECK(rounds1 == rounds0, "idle agent ran %lu rounds", rounds1 - rounds0);
+
+    unsigned long sleeps0 = atomic_load(&a.sleeps);
+    double t0 = now_s();
+    work_post(&w, 1);
+    CHECK(wait_finished(&w, 2, 5.0), "woken agent finished the unit");
+    double lat = now_s() - t0;
+    CHECK(lat < 0.5, "wake-up took %.3f s", lat);
+    sleep_ms(20);
+    CHECK(atomic_load(&a.sleeps) > sleeps0, "agent went back to sleep");
+
+    ofl_agent_remove(&a, &w.item);
+    ofl_agent_fini(&a);
+}
+
+typedef struct {
+    ofl_agent_t *agent;
+    work_t *works;
+    int nworks;
+    atomic_int *go;
+    long rounds;
+} host_t;
+
+static void *host_main(void *arg)
+{
+    host_t *h = arg;
+    while (atomic_load(h->go)) {
+        ofl_agent_run(h->agent);
+        for (int i = 0; i < h->nworks; ++i) {
+            ofl_agent_item_try(&h->works[i].item);
+        }
+        h->rounds++;
+        if (0 == h->rounds % 16) {
+            sched_yield();
+        }
+    }
+    return NULL;
+}
+
+static void test_exclusive(void)
+{
+    enum { NW = 4, NH = 3 };
+    ofl_agent_t a;
+    ofl_agent_init(&a);
+    work_t w[NW];
+    for (int i = 0; i < NW; ++i) {
+        work_init(&w[i], &a, 5 + i);
+        ofl_agent_add(&a, &w[i].item);
+    }
+    CHECK(0 == ofl_agent_start(&a, NULL, NULL), "start");
+    atomic_int go;
+    atomic_init(&go, 1);
+    pthread_t th[NH];
+    host_t h[NH];
+    for (int t = 0; t < NH; ++t) {
+        h[t] = (host_t) { .agent = &a, .works = w, .nworks = NW, .go = &go };
+        CHECK(0 == pthread_create(&th[t], NULL, host_main, &h[t]), "pthread_create");
+    }
+    long per = 2000;
+    for (long k = 0; k < per; ++k) {
+        for (int i = 0; i < NW; ++i) {
+            work_post(&w[i], 1);
+        }
+        if (0 == k % 64) {
+            sched_yield();
+        }
+    }
+    for (int i = 0; i < NW; ++i) {
+        CHECK(wait_finished(&w[i], per, 30.0), "item %d finished %ld of %ld", i,
+              (long) atomic_load(&w[i].finished), per);
+    }
+    atomic_store(&go, 0);
+    for (int t = 0; t < NH; ++t) {
+        pthread_join(th[t], NULL);
+    }
+    for (int i = 0; i < NW; ++i) {
+        CHECK(0 == atomic_load(&w[i].overlap), "item %d: %d concurrent entries", i,
+              atomic_load(&w[i].overlap));
+        ofl_agent_remove(&a, &w[i].item);
+    }
+    CHECK(0 == ofl_agent_pending(&a), "pending zero (%ld)", ofl_agent_pending(&a));
+    ofl_agent_fini(&a);
+}
+
+static void test_remove_and_stop(void)
+{
+    ofl_agent_t a;
+    ofl_agent_init(&a);
+    work_t w, other;
+    /* An item that never finishes: the agent keeps polling it. */
+    work_init(&w, &a, 1L << 40);
+    work_init(&other, &a, 2);
+    ofl_agent_add(&a, &w.item);
+    ofl_agent_add(&a, &other.item);
+    CHECK(0 == ofl_agent_start(&a, NULL, NULL), "start");
+    work_post(&w, 1);
+    double t0 = now_s();
+    while (atomic_load(&w.calls) < 1000 && now_s() - t0 < 5.0) {
+        sched_yield();
+    }
+    CHECK(atomic_load(&w.calls) >= 1000, "polling agent calls the item");
+    ofl_agent_remove(&a, &w.item);
+    atomic_store(&w.removed, 1);
+    long calls = atomic_load(&w.calls);
+    /* Work is still pending (the removed item's unit), so the agent polls on. */
+    work_post(&other, 5);
+    CHECK(wait_finished(&other, 5, 5.0), "other item still served after a removal");
+    sleep_ms(20);
+    CHECK(0 == atomic_load(&w.called_after_remove), "removed item called %d times",
+          atomic_load(&w.called_after_remove));
+    CHECK(calls == atomic_load(&w.calls), "removed item's call count moved");
+    /* fini with work pending: joins a polling agent. */
+    t0 = now_s();
+    ofl_agent_fini(&a);
+    CHECK(now_s() - t0 < 2.0, "stop of a polling agent took %.2f s", now_s() - t0);
+
+    /* And a sleeping one. */
+    ofl_agent_init(&a);
+    CHECK(0 == ofl_agent_start(&a, NULL, NULL), "start");
+    sleep_ms(10);
+    t0 = now_s();
+    ofl_agent_fini(&a);
+    CHECK(now_s() - t0 < 2.0, "stop of a sleeping agent took %.2f s", now_s() - t0);
+
+    /* fini without start. */
+    ofl_agent_init(&a);
+    ofl_agent_fini(&a);
+}
+
+int main(void)
+{
+    test_lazy_and_work();
+    test_sleep();
+    test_exclusive();
+    test_remove_and_stop();
+    return unit_report("test_agent");
+}
