@@ -327,6 +327,37 @@ static inline void cpu_relax(void)
 #endif
 }
 
+ofl_wait_status_t ofl_engine_check(ofl_inst_t *inst, double waited_s, double timeout_s,
+                                   int *peer)
+{
+    int dead = inst->nic->ops->poisoned(inst->nic);
+    if (dead >= 0) {
+        *peer = dead;
+        return OFL_WAIT_PEER_DEAD;
+    }
+    int who, cnt;
+    uint64_t have;
+    int64_t need;
+    if (!ofl_engine_blocker(inst, &who, &cnt, &have, &need)) {
+        return OFL_WAIT_OK;
+    }
+    if (!inst->nic->ops->peer_alive(inst->nic, who)) {
+        /* Last look: the peer may have finished its part before it left. */
+        int done = ofl_engine_progress(inst);
+        if (done) {
+            return done > 0 ? OFL_WAIT_OK : OFL_WAIT_FAILED;
+        }
+        inst->nic->ops->poison(inst->nic, who);
+        *peer = who;
+        return OFL_WAIT_PEER_DEAD;
+    }
+    if (timeout_s > 0 && waited_s > timeout_s) {
+        *peer = who;
+        return OFL_WAIT_TIMEOUT;
+    }
+    return OFL_WAIT_OK;
+}
+
 ofl_wait_status_t ofl_engine_wait(ofl_inst_t *inst, const ofl_wait_opts_t *opts, int *peer)
 {
     int done = ofl_engine_progress(inst);
@@ -356,30 +387,9 @@ ofl_wait_status_t ofl_engine_wait(ofl_inst_t *inst, const ofl_wait_opts_t *opts,
             continue;
         }
         next_check = t + opts->liveness_period_s;
-        int dead = inst->nic->ops->poisoned(inst->nic);
-        if (dead >= 0) {
-            *peer = dead;
-            return OFL_WAIT_PEER_DEAD;
-        }
-        int who, cnt;
-        uint64_t have;
-        int64_t need;
-        if (!ofl_engine_blocker(inst, &who, &cnt, &have, &need)) {
-            continue;
-        }
-        if (!inst->nic->ops->peer_alive(inst->nic, who)) {
-            /* Last look: the peer may have finished its part before it left. */
-            done = ofl_engine_progress(inst);
-            if (done) {
-                return done > 0 ? OFL_WAIT_OK : OFL_WAIT_FAILED;
-            }
-            inst->nic->ops->poison(inst->nic, who);
-            *peer = who;
-            return OFL_WAIT_PEER_DEAD;
-        }
-        if (opts->timeout_s > 0 && t - start > opts->timeout_s) {
-            *peer = who;
-            return OFL_WAIT_TIMEOUT;
+        ofl_wait_status_t st = ofl_engine_check(inst, t - start, opts->timeout_s, peer);
+        if (OFL_WAIT_OK != st) {
+            return st;
         }
     }
 }

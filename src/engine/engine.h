@@ -90,6 +90,15 @@ typedef struct {
     double liveness_period_s;     /* how often to check that awaited peers still live */
 } ofl_wait_opts_t;
 
+/* One health check of a call that is waiting, as ofl_engine_wait makes every
+ * liveness period: the communicator poisoned by another rank, the awaited peer's
+ * process gone (then this rank poisons it), or the watchdog (`timeout_s` > 0)
+ * after `waited_s` seconds. OFL_WAIT_OK while the wait may go on (or the call is
+ * complete), OFL_WAIT_FAILED if the last look that a dead peer gets (by
+ * progress) found the call failed. Whoever calls it must be executing inst. */
+ofl_wait_status_t ofl_engine_check(ofl_inst_t *inst, double waited_s, double timeout_s,
+                                   int *peer);
+
 /* Drive inst to completion. On PEER_DEAD/TIMEOUT, *peer is the peer waited for. */
 ofl_wait_status_t ofl_engine_wait(ofl_inst_t *inst, const ofl_wait_opts_t *opts, int *peer);
 
