@@ -16,6 +16,7 @@
 #include "ompi/mca/coll/base/base.h"
 #include "ompi/mca/coll/coll.h"
 
+#include "engine/agent.h"
 #include "engine/engine.h"
 #include "nic/softnic.h"
 #include "sched/policy.h"
@@ -40,7 +41,17 @@ typedef struct {
     double watchdog;                    /* seconds; 0 = off */
     double liveness_period;
     int spin;
+    int agent;                          /* progress agent thread for nonblocking calls */
+    int agent_bind;                     /* place it on a core no local rank uses */
 } mca_coll_offload_params_t;
+
+/* How a collective was called: each kind has its own MPI_T counters. */
+typedef enum {
+    OFL_KIND_BLOCKING,
+    OFL_KIND_NONBLOCKING,
+    OFL_KIND_PERSISTENT,
+    OFL_KIND_COUNT
+} ofl_kind_t;
 
 typedef struct {
     mca_coll_base_component_2_0_0_t super;
@@ -49,6 +60,11 @@ typedef struct {
     /* MPI_T counters (pvars coll_offload_<coll>_offloaded / _fallback) */
     unsigned long long offloaded[OFL_COLL_COUNT];
     unsigned long long fallback[OFL_COLL_COUNT];
+    /* The same for nonblocking calls (i<coll>: per call) and persistent ones
+     * (p<coll>: offloaded per MPI_Start, fallback per *_init); updated atomically,
+     * since these calls also come from several threads. */
+    unsigned long long nb_offloaded[OFL_KIND_COUNT][OFL_COLL_COUNT];
+    unsigned long long nb_fallback[OFL_KIND_COUNT][OFL_COLL_COUNT];
 } mca_coll_offload_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_offload_component_t mca_coll_offload_component;
@@ -71,6 +87,24 @@ typedef struct {
     mca_coll_base_module_t *prev_bcast_module;
     mca_coll_base_module_barrier_fn_t prev_barrier;
     mca_coll_base_module_t *prev_barrier_module;
+    /* Nonblocking and persistent: NULL when nothing below provides them (we
+     * then leave the slot alone). */
+    mca_coll_base_module_iallreduce_fn_t prev_iallreduce;
+    mca_coll_base_module_t *prev_iallreduce_module;
+    mca_coll_base_module_ireduce_fn_t prev_ireduce;
+    mca_coll_base_module_t *prev_ireduce_module;
+    mca_coll_base_module_ibcast_fn_t prev_ibcast;
+    mca_coll_base_module_t *prev_ibcast_module;
+    mca_coll_base_module_ibarrier_fn_t prev_ibarrier;
+    mca_coll_base_module_t *prev_ibarrier_module;
+    mca_coll_base_module_allreduce_init_fn_t prev_allreduce_init;
+    mca_coll_base_module_t *prev_allreduce_init_module;
+    mca_coll_base_module_reduce_init_fn_t prev_reduce_init;
+    mca_coll_base_module_t *prev_reduce_init_module;
+    mca_coll_base_module_bcast_init_fn_t prev_bcast_init;
+    mca_coll_base_module_t *prev_bcast_init_module;
+    mca_coll_base_module_barrier_init_fn_t prev_barrier_init;
+    mca_coll_base_module_t *prev_barrier_init_module;
 
     ofl_mod_state_t state;
     int rank;
@@ -90,6 +124,29 @@ typedef struct {
     void *pack;               /* staging for non-contiguous bcast layouts; grows only */
     size_t pack_bytes;
     int warned;
+
+    /* Posted instances (coll_offload_nb.c). Nonblocking and persistent calls,
+     * and blocking ones while any of those is outstanding, run as instances in
+     * post order; one thread at a time executes them (item.busy, the executor
+     * lock): the NIC's CREDIT counters have one writer and its credit cache is
+     * per rank. Touched with __atomic builtins where noted. */
+    ofl_agent_item_t item;    /* executor lock; on the agent's list once linked */
+    int item_linked;
+    int nactive;              /* atomic: posted and not finished */
+    struct mca_coll_offload_req *incoming;   /* atomic LIFO of posts, newest first */
+    struct mca_coll_offload_req *run_head;   /* executor's: active, in post order */
+    struct mca_coll_offload_req *run_tail;
+    struct mca_coll_offload_req *blocking_req;  /* the blocking call's instance */
+    int failed;               /* executor's: a fault stopped this NIC for good */
+    int fail_status;          /* ofl_wait_status_t, and what was awaited: */
+    int fail_error;           /* -errno of a failed read of a peer's memory */
+    int fail_peer;
+    int fail_cnt;
+    uint64_t fail_have;
+    int64_t fail_need;
+    unsigned idle;            /* executor's: rounds without progress */
+    double head_since;        /* executor's: when the head instance became head */
+    double next_check;        /* executor's: next liveness check */
 } mca_coll_offload_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_offload_module_t);
@@ -109,6 +166,88 @@ int mca_coll_offload_reduce(const void *sbuf, void *rbuf, int count,
 int mca_coll_offload_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
 int mca_coll_offload_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+
+/* Nonblocking and persistent collectives (coll_offload_nb.c). */
+int mca_coll_offload_iallreduce(const void *sbuf, void *rbuf, int count,
+                                struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                struct ompi_communicator_t *comm, ompi_request_t **request,
+                                mca_coll_base_module_t *module);
+int mca_coll_offload_ireduce(const void *sbuf, void *rbuf, int count,
+                             struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                             struct ompi_communicator_t *comm, ompi_request_t **request,
+                             mca_coll_base_module_t *module);
+int mca_coll_offload_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                            struct ompi_communicator_t *comm, ompi_request_t **request,
+                            mca_coll_base_module_t *module);
+int mca_coll_offload_ibarrier(struct ompi_communicator_t *comm, ompi_request_t **request,
+                              mca_coll_base_module_t *module);
+int mca_coll_offload_allreduce_init(const void *sbuf, void *rbuf, int count,
+                                    struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                    struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                    ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_offload_reduce_init(const void *sbuf, void *rbuf, int count,
+                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                                 struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                 ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_offload_bcast_init(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                                struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_offload_barrier_init(struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                  ompi_request_t **request, mca_coll_base_module_t *module);
+
+/* Per module: set up at construction, torn down by the destructor. */
+void mca_coll_offload_nb_module_init(mca_coll_offload_module_t *m);
+void mca_coll_offload_nb_module_fini(mca_coll_offload_module_t *m);
+/* Component close: stop the agent, unregister the progress callback. */
+void mca_coll_offload_nb_close(void);
+
+/* A blocking call on a module with instances outstanding: queue it behind them
+ * and execute until it is done. Returns the wait status; on a failure *peer and
+ * the blocker (*cnt, *have, *need) describe what it waited for. */
+ofl_wait_status_t mca_coll_offload_nb_blocking(mca_coll_offload_module_t *m,
+                                               const ofl_program_t *prog,
+                                               const ofl_call_t *call, int *peer, int *cnt,
+                                               uint64_t *have, int64_t *need, int *error);
+
+/* Shared by the blocking and the nonblocking entry points (coll_offload_ops.c). */
+enum {
+    OFL_R_OFFLOAD = 0,
+    OFL_R_USER_OP = 1,
+    OFL_R_TYPE = 2,
+    OFL_R_OP_TYPE = 3,
+    OFL_R_SIZE = 4,
+    OFL_R_NIC = 5,
+    OFL_R_POLICY = 6,
+    OFL_R_UNSET = 7
+};
+/* The decision of a nonblocking or persistent call: a reduction (fills call's
+ * fn, elem, count), a bcast of `bytes`, a barrier: OFL_R_OFFLOAD, or why not.
+ * These never set the NIC up (OFL_R_UNSET until a blocking call did). */
+int mca_coll_offload_decide_reduction(mca_coll_offload_module_t *m,
+                                      struct ompi_communicator_t *comm, ofl_coll_t coll,
+                                      struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                      int count, ofl_call_t *call, ofl_alg_t *alg);
+int mca_coll_offload_decide_bcast(mca_coll_offload_module_t *m,
+                                  struct ompi_communicator_t *comm, size_t bytes,
+                                  ofl_alg_t *alg);
+int mca_coll_offload_decide_barrier(mca_coll_offload_module_t *m,
+                                    struct ompi_communicator_t *comm, ofl_alg_t *alg);
+/* The compiled program for an offloaded call. */
+const ofl_program_t *mca_coll_offload_program(mca_coll_offload_module_t *m, ofl_coll_t coll,
+                                              ofl_alg_t alg, int root);
+/* Count (and at verbose >= 10 explain) a decision. */
+void mca_coll_offload_note(ofl_kind_t kind, ofl_coll_t coll, int reason, size_t bytes,
+                           struct ompi_communicator_t *comm);
+/* The segment size of a call of `bytes` on prog (ofl_call_t.seg_bytes). */
+size_t mca_coll_offload_segment(const ofl_program_t *prog, size_t bytes);
+/* The error message of a failed offloaded call (dead peer, watchdog, or a failed
+ * read of a peer's memory: -error). */
+void mca_coll_offload_report(mca_coll_offload_module_t *m, const char *what,
+                             struct ompi_communicator_t *comm, ofl_wait_status_t st, int peer,
+                             int cnt, uint64_t have, int64_t need, int error);
+/* Pack (root) or unpack a non-contiguous bcast buffer through `stage`. */
+int mca_coll_offload_stage(void *stage, void *buf, int count, struct ompi_datatype_t *dtype,
+                           size_t bytes, int pack);
 
 /* Datatype and op mapping (coll_offload_types.c). */
 void mca_coll_offload_types_init(void);

@@ -52,11 +52,22 @@ static int offload_open(void)
 static int offload_close(void)
 {
     mca_coll_offload_component_t *c = &mca_coll_offload_component;
+    /* Communicators are gone by now: stop the agent before anything else. */
+    mca_coll_offload_nb_close();
     if (c->params.verbose > 0) {
         for (int k = 0; k < OFL_COLL_COUNT; ++k) {
             if (c->offloaded[k] || c->fallback[k]) {
                 opal_output(c->output, "coll:offload: %s: %llu offloaded, %llu fallback",
                             ofl_coll_name((ofl_coll_t) k), c->offloaded[k], c->fallback[k]);
+            }
+            for (int kind = OFL_KIND_NONBLOCKING; kind < OFL_KIND_COUNT; ++kind) {
+                unsigned long long off = c->nb_offloaded[kind][k];
+                unsigned long long fb = c->nb_fallback[kind][k];
+                if (off || fb) {
+                    opal_output(c->output, "coll:offload: %s%s: %llu offloaded, %llu fallback",
+                                OFL_KIND_NONBLOCKING == kind ? "i" : "p",
+                                ofl_coll_name((ofl_coll_t) k), off, fb);
+                }
             }
         }
     }

@@ -22,6 +22,15 @@ static void module_construct(mca_coll_offload_module_t *m)
     m->super.coll_reduce = mca_coll_offload_reduce;
     m->super.coll_bcast = mca_coll_offload_bcast;
     m->super.coll_barrier = mca_coll_offload_barrier;
+    m->super.coll_iallreduce = mca_coll_offload_iallreduce;
+    m->super.coll_ireduce = mca_coll_offload_ireduce;
+    m->super.coll_ibcast = mca_coll_offload_ibcast;
+    m->super.coll_ibarrier = mca_coll_offload_ibarrier;
+    m->super.coll_allreduce_init = mca_coll_offload_allreduce_init;
+    m->super.coll_reduce_init = mca_coll_offload_reduce_init;
+    m->super.coll_bcast_init = mca_coll_offload_bcast_init;
+    m->super.coll_barrier_init = mca_coll_offload_barrier_init;
+    mca_coll_offload_nb_module_init(m);
 }
 
 static void release_nic(mca_coll_offload_module_t *m)
@@ -48,8 +57,19 @@ static void release_nic(mca_coll_offload_module_t *m)
     ofl_edges_fini(&m->edges);
 }
 
+#define RELEASE_PREV(m, coll)                                                       \
+    do {                                                                            \
+        if (NULL != (m)->prev_##coll##_module) {                                    \
+            OBJ_RELEASE((m)->prev_##coll##_module);                                 \
+            (m)->prev_##coll##_module = NULL;                                       \
+        }                                                                           \
+    } while (0)
+
 static void module_destruct(mca_coll_offload_module_t *m)
 {
+    /* No instance is outstanding (each holds a reference on us); after this no
+     * executor can reach the module. */
+    mca_coll_offload_nb_module_fini(m);
     release_nic(m);
     free(m->pack);
     m->pack = NULL;
@@ -65,6 +85,14 @@ static void module_destruct(mca_coll_offload_module_t *m)
     if (m->prev_barrier_module) {
         OBJ_RELEASE(m->prev_barrier_module);
     }
+    RELEASE_PREV(m, iallreduce);
+    RELEASE_PREV(m, ireduce);
+    RELEASE_PREV(m, ibcast);
+    RELEASE_PREV(m, ibarrier);
+    RELEASE_PREV(m, allreduce_init);
+    RELEASE_PREV(m, reduce_init);
+    RELEASE_PREV(m, bcast_init);
+    RELEASE_PREV(m, barrier_init);
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_offload_module_t, mca_coll_base_module_t, module_construct,
@@ -74,6 +102,18 @@ OBJ_CLASS_INSTANCE(mca_coll_offload_module_t, mca_coll_base_module_t, module_con
     do {                                                                            \
         (m)->prev_##coll = (comm)->c_coll->coll_##coll;                             \
         (m)->prev_##coll##_module = (comm)->c_coll->coll_##coll##_module;           \
+    } while (0)
+
+#define SAVE_OPTIONAL(m, comm, coll)                                                \
+    do {                                                                            \
+        SAVE_PREV(m, comm, coll);                                                   \
+        if (NULL == (m)->prev_##coll || NULL == (m)->prev_##coll##_module) {        \
+            (m)->prev_##coll = NULL;                                                \
+            (m)->prev_##coll##_module = NULL;                                       \
+            (m)->super.coll_##coll = NULL;                                          \
+        } else {                                                                    \
+            OBJ_RETAIN((m)->prev_##coll##_module);                                  \
+        }                                                                           \
     } while (0)
 
 static int offload_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
@@ -100,6 +140,17 @@ static int offload_enable(mca_coll_base_module_t *module, struct ompi_communicat
     OBJ_RETAIN(m->prev_reduce_module);
     OBJ_RETAIN(m->prev_bcast_module);
     OBJ_RETAIN(m->prev_barrier_module);
+    /* Nonblocking and persistent forms fall back to the layer below's own; where
+     * it has none we do not offer ours (the call fails as it would without us,
+     * instead of having nowhere to go). */
+    SAVE_OPTIONAL(m, comm, iallreduce);
+    SAVE_OPTIONAL(m, comm, ireduce);
+    SAVE_OPTIONAL(m, comm, ibcast);
+    SAVE_OPTIONAL(m, comm, ibarrier);
+    SAVE_OPTIONAL(m, comm, allreduce_init);
+    SAVE_OPTIONAL(m, comm, reduce_init);
+    SAVE_OPTIONAL(m, comm, bcast_init);
+    SAVE_OPTIONAL(m, comm, barrier_init);
     return OMPI_SUCCESS;
 }
 

@@ -23,6 +23,7 @@ static const char *const reasons[] = {
     "above the size limit",
     "NIC unavailable on this communicator",
     "the size policy chose the fallback",
+    "NIC not set up yet (the first blocking collective on the communicator sets it up)",
 };
 
 static const char *const mpi_names[OFL_COLL_COUNT] = {
@@ -30,24 +31,56 @@ static const char *const mpi_names[OFL_COLL_COUNT] = {
 };
 
 enum {
-    R_OFFLOAD = 0,
-    R_USER_OP = 1,
-    R_TYPE = 2,
-    R_OP_TYPE = 3,
-    R_SIZE = 4,
-    R_NIC = 5,
-    R_POLICY = 6
+    R_OFFLOAD = OFL_R_OFFLOAD,
+    R_USER_OP = OFL_R_USER_OP,
+    R_TYPE = OFL_R_TYPE,
+    R_OP_TYPE = OFL_R_OP_TYPE,
+    R_SIZE = OFL_R_SIZE,
+    R_NIC = OFL_R_NIC,
+    R_POLICY = OFL_R_POLICY,
+    R_UNSET = OFL_R_UNSET
 };
+
+static const char *const kind_prefix[OFL_KIND_COUNT] = { "", "i", "p" };
+
+void mca_coll_offload_note(ofl_kind_t kind, ofl_coll_t coll, int reason, size_t bytes,
+                           struct ompi_communicator_t *comm)
+{
+    mca_coll_offload_component_t *c = &mca_coll_offload_component;
+    unsigned long long *counter;
+    if (OFL_KIND_BLOCKING == kind) {
+        counter = R_OFFLOAD == reason ? &c->offloaded[coll] : &c->fallback[coll];
+        (*counter)++;
+    } else {
+        counter = R_OFFLOAD == reason ? &c->nb_offloaded[kind][coll]
+                                      : &c->nb_fallback[kind][coll];
+        __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+    }
+    if (OPAL_UNLIKELY(c->params.verbose >= 10)) {
+        if (R_OFFLOAD == reason) {
+            opal_output(c->output, "coll:offload: %s %s%s %zu B: offload", comm->c_name,
+                        kind_prefix[kind], ofl_coll_name(coll), bytes);
+        } else {
+            opal_output(c->output, "coll:offload: %s %s%s %zu B: fallback (%s)", comm->c_name,
+                        kind_prefix[kind], ofl_coll_name(coll), bytes, reasons[reason]);
+        }
+    }
+}
 
 static inline void fallback_note(ofl_coll_t coll, int reason, size_t bytes,
                                  struct ompi_communicator_t *comm)
 {
-    mca_coll_offload_component_t *c = &mca_coll_offload_component;
-    c->fallback[coll]++;
-    if (OPAL_UNLIKELY(c->params.verbose >= 10)) {
-        opal_output(c->output, "coll:offload: %s %s %zu B: fallback (%s)", comm->c_name,
-                    ofl_coll_name(coll), bytes, reasons[reason]);
-    }
+    mca_coll_offload_note(OFL_KIND_BLOCKING, coll, reason, bytes, comm);
+}
+
+/* A nonblocking or persistent call never sets the NIC up: set-up is collective
+ * and blocking, and ranks may start nonblocking collectives on several
+ * communicators in different orders (MPI allows it), so waiting in one would
+ * deadlock. Until a blocking collective has set it up, they fall back. */
+static inline int nb_ready(mca_coll_offload_module_t *m)
+{
+    ofl_mod_state_t st = __atomic_load_n(&m->state, __ATOMIC_RELAXED);
+    return OFL_MOD_READY == st ? R_OFFLOAD : OFL_MOD_UNSET == st ? R_UNSET : R_NIC;
 }
 
 /* Lazy, collective set-up at the first offloaded call; same outcome on all ranks. */
@@ -67,7 +100,7 @@ static inline int ensure_ready(mca_coll_offload_module_t *m, struct ompi_communi
 /* Segment size for a call: a handful of segments per message (per owner for the
  * split program) so that moving and combining overlap, but never below the size
  * where per-segment handshakes would dominate. */
-static inline size_t pick_segment(const ofl_program_t *prog, size_t bytes)
+size_t mca_coll_offload_segment(const ofl_program_t *prog, size_t bytes)
 {
     if (prog->byref) {
         /* a reference per segment: few and large (each read is a system call) */
@@ -79,6 +112,32 @@ static inline size_t pick_segment(const ofl_program_t *prog, size_t bytes)
     return seg < 16384 ? 16384 : seg;
 }
 
+void mca_coll_offload_report(mca_coll_offload_module_t *m, const char *what,
+                             struct ompi_communicator_t *comm, ofl_wait_status_t st, int peer,
+                             int cnt, uint64_t have, int64_t need, int error)
+{
+    mca_coll_offload_component_t *c = &mca_coll_offload_component;
+    if (OFL_WAIT_FAILED == st) {
+        opal_output(0,
+                    "coll:offload: %s on communicator %s (cid %u) rank %d: reading a peer's "
+                    "memory failed (%s); returning MPI_ERR_OTHER",
+                    what, comm->c_name, comm->c_contextid, m->rank, strerror(-error));
+    } else if (OFL_WAIT_PEER_DEAD == st) {
+        opal_output(0,
+                    "coll:offload: %s on communicator %s (cid %u): rank %d of that "
+                    "communicator is gone (its process exited); returning MPI_ERR_OTHER",
+                    what, comm->c_name, comm->c_contextid, peer);
+    } else {
+        opal_output(0,
+                    "coll:offload: %s on communicator %s (cid %u) rank %d: watchdog: "
+                    "waited more than %.3g s; still missing rank %d (%s counter %llu of %lld); "
+                    "returning MPI_ERR_OTHER",
+                    what, comm->c_name, comm->c_contextid, m->rank, c->params.watchdog, peer,
+                    cnt / OFL_CHANNELS == OFL_CNT_DATA ? "data" : "credit",
+                    (unsigned long long) have, (long long) need);
+    }
+}
+
 static int run(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_t *prog,
                ofl_call_t *call, struct ompi_communicator_t *comm)
 {
@@ -88,7 +147,22 @@ static int run(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_
         opal_output(c->output, "coll:offload: %s %s %zu B: offload", comm->c_name,
                     ofl_coll_name(coll), call->count * call->elem);
     }
-    call->seg_bytes = pick_segment(prog, call->count * call->elem);
+    call->seg_bytes = mca_coll_offload_segment(prog, call->count * call->elem);
+    int who = -1, cnt = OFL_CNT_DATA * OFL_CHANNELS, error = 0;
+    uint64_t have = 0;
+    int64_t need = 0;
+    int peer = -1;
+    ofl_wait_status_t st;
+    if (OPAL_UNLIKELY(0 != __atomic_load_n(&m->nactive, __ATOMIC_ACQUIRE))) {
+        /* Nonblocking calls are outstanding: this one queues behind them and
+         * runs under the executor lock (coll_offload_nb.c). */
+        st = mca_coll_offload_nb_blocking(m, prog, call, &who, &cnt, &have, &need, &error);
+        if (OPAL_LIKELY(OFL_WAIT_OK == st)) {
+            return OMPI_SUCCESS;
+        }
+        mca_coll_offload_report(m, mpi_names[coll], comm, st, who, cnt, have, need, error);
+        return MPI_ERR_OTHER;
+    }
     ofl_engine_post(&m->inst, prog, &m->nic.base, &m->edges, call);
     if (OPAL_LIKELY(ofl_engine_progress(&m->inst) > 0)) {
         return OMPI_SUCCESS;
@@ -100,39 +174,17 @@ static int run(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_
         .timeout_s = c->params.watchdog,
         .liveness_period_s = c->params.liveness_period > 0 ? c->params.liveness_period : 0.1,
     };
-    int peer = -1;
-    ofl_wait_status_t st = ofl_engine_wait(&m->inst, &opts, &peer);
+    st = ofl_engine_wait(&m->inst, &opts, &peer);
     if (OPAL_LIKELY(OFL_WAIT_OK == st)) {
         return OMPI_SUCCESS;
     }
     /* The communicator's NIC state is now mid-call: nothing more runs on it. */
     m->state = OFL_MOD_DISABLED;
-    int who, cnt;
-    uint64_t have = 0;
-    int64_t need = 0;
     if (!ofl_engine_blocker(&m->inst, &who, &cnt, &have, &need)) {
         who = peer;
     }
-    if (OFL_WAIT_FAILED == st) {
-        opal_output(0,
-                    "coll:offload: %s on communicator %s (cid %u) rank %d: reading a peer's "
-                    "memory failed (%s); returning MPI_ERR_OTHER",
-                    mpi_names[coll], comm->c_name, comm->c_contextid, m->rank,
-                    strerror(-m->inst.error));
-    } else if (OFL_WAIT_PEER_DEAD == st) {
-        opal_output(0,
-                    "coll:offload: %s on communicator %s (cid %u): rank %d of that "
-                    "communicator is gone (its process exited); returning MPI_ERR_OTHER",
-                    mpi_names[coll], comm->c_name, comm->c_contextid, peer);
-    } else {
-        opal_output(0,
-                    "coll:offload: %s on communicator %s (cid %u) rank %d: watchdog: "
-                    "waited more than %.3g s; still missing rank %d (%s counter %llu of %lld); "
-                    "returning MPI_ERR_OTHER",
-                    mpi_names[coll], comm->c_name, comm->c_contextid, m->rank,
-                    c->params.watchdog, who, cnt / OFL_CHANNELS == OFL_CNT_DATA ? "data" : "credit",
-                    (unsigned long long) have, (long long) need);
-    }
+    mca_coll_offload_report(m, mpi_names[coll], comm, st, OFL_WAIT_PEER_DEAD == st ? peer : who,
+                            cnt, have, need, m->inst.error);
     return MPI_ERR_OTHER;
 }
 
@@ -159,6 +211,69 @@ static inline int check_reduction(ofl_coll_t coll, struct ompi_datatype_t *dtype
     return check_size(coll, call->count * call->elem, ranks, alg);
 }
 
+int mca_coll_offload_decide_reduction(mca_coll_offload_module_t *m,
+                                      struct ompi_communicator_t *comm, ofl_coll_t coll,
+                                      struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                      int count, ofl_call_t *call, ofl_alg_t *alg)
+{
+    int reason = check_reduction(coll, dtype, op, count, m->size, call, alg);
+    return R_OFFLOAD == reason ? nb_ready(m) : reason;
+}
+
+int mca_coll_offload_decide_bcast(mca_coll_offload_module_t *m,
+                                  struct ompi_communicator_t *comm, size_t bytes,
+                                  ofl_alg_t *alg)
+{
+    int reason = check_size(OFL_COLL_BCAST, bytes, m->size, alg);
+    return R_OFFLOAD == reason ? nb_ready(m) : reason;
+}
+
+int mca_coll_offload_decide_barrier(mca_coll_offload_module_t *m,
+                                    struct ompi_communicator_t *comm, ofl_alg_t *alg)
+{
+    *alg = ofl_policy_pick(&mca_coll_offload_component.params.policy[OFL_COLL_BARRIER], 0,
+                           m->size);
+    return OFL_ALG_FALLBACK == *alg ? R_POLICY : nb_ready(m);
+}
+
+static inline const ofl_program_t *allreduce_program(mca_coll_offload_module_t *m,
+                                                     ofl_alg_t alg)
+{
+    if (OFL_ALG_EXCHANGE == alg && m->allreduce_x.ndesc > 0) {
+        return &m->allreduce_x;
+    }
+    if (OFL_ALG_SPLIT == alg && m->allreduce_s.ndesc > 0) {
+        return &m->allreduce_s;
+    }
+    return &m->allreduce;
+}
+
+static inline const ofl_program_t *bcast_program(mca_coll_offload_module_t *m, ofl_alg_t alg,
+                                                 int root)
+{
+    return (OFL_ALG_GET == alg && m->single_copy) ? &m->bcast_get[root] : &m->bcast[root];
+}
+
+static inline const ofl_program_t *barrier_program(mca_coll_offload_module_t *m, ofl_alg_t alg)
+{
+    return (OFL_ALG_EXCHANGE == alg && m->barrier_x.ndesc > 0) ? &m->barrier_x : &m->barrier;
+}
+
+const ofl_program_t *mca_coll_offload_program(mca_coll_offload_module_t *m, ofl_coll_t coll,
+                                              ofl_alg_t alg, int root)
+{
+    switch (coll) {
+    case OFL_COLL_ALLREDUCE:
+        return allreduce_program(m, alg);
+    case OFL_COLL_REDUCE:
+        return &m->reduce[root];
+    case OFL_COLL_BCAST:
+        return bcast_program(m, alg, root);
+    default:
+        return barrier_program(m, alg);
+    }
+}
+
 int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
                                struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
@@ -181,13 +296,7 @@ int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
         mca_coll_offload_component.offloaded[OFL_COLL_ALLREDUCE]++;
         return OMPI_SUCCESS;
     }
-    const ofl_program_t *prog = &m->allreduce;
-    if (OFL_ALG_EXCHANGE == alg && m->allreduce_x.ndesc > 0) {
-        prog = &m->allreduce_x;
-    } else if (OFL_ALG_SPLIT == alg && m->allreduce_s.ndesc > 0) {
-        prog = &m->allreduce_s;
-    }
-    return run(m, OFL_COLL_ALLREDUCE, prog, &call, comm);
+    return run(m, OFL_COLL_ALLREDUCE, allreduce_program(m, alg), &call, comm);
 }
 
 int mca_coll_offload_reduce(const void *sbuf, void *rbuf, int count,
@@ -214,16 +323,10 @@ int mca_coll_offload_reduce(const void *sbuf, void *rbuf, int count,
     return run(m, OFL_COLL_REDUCE, &m->reduce[root], &call, comm);
 }
 
-static inline const ofl_program_t *bcast_program(mca_coll_offload_module_t *m, ofl_alg_t alg,
-                                                 int root)
-{
-    return (OFL_ALG_GET == alg && m->single_copy) ? &m->bcast_get[root] : &m->bcast[root];
-}
-
-/* Pack or unpack a non-contiguous bcast buffer through the module's staging
- * area. Returns 0, or -1 when memory for staging cannot be had. */
-static int stage_bcast(mca_coll_offload_module_t *m, void *buf, int count,
-                       struct ompi_datatype_t *dtype, size_t bytes, int pack)
+/* Pack or unpack a non-contiguous bcast buffer through a staging area.
+ * Returns 0, or -1 when the convertor fails. */
+int mca_coll_offload_stage(void *stage, void *buf, int count, struct ompi_datatype_t *dtype,
+                           size_t bytes, int pack)
 {
     opal_convertor_t conv;
     OBJ_CONSTRUCT(&conv, opal_convertor_t);
@@ -236,7 +339,7 @@ static int stage_bcast(mca_coll_offload_module_t *m, void *buf, int count,
                                                       (size_t) count, buf, 0, &conv);
     }
     if (OPAL_SUCCESS == rc) {
-        struct iovec iov = { .iov_base = m->pack, .iov_len = bytes };
+        struct iovec iov = { .iov_base = stage, .iov_len = bytes };
         uint32_t niov = 1;
         size_t max = bytes;
         rc = pack ? opal_convertor_pack(&conv, &iov, &niov, &max)
@@ -287,12 +390,13 @@ int mca_coll_offload_bcast(void *buf, int count, struct ompi_datatype_t *dtype, 
         m->pack = p;
         m->pack_bytes = bytes;
     }
-    if (m->rank == root && 0 != stage_bcast(m, buf, count, dtype, bytes, 1)) {
+    if (m->rank == root && 0 != mca_coll_offload_stage(m->pack, buf, count, dtype, bytes, 1)) {
         return OMPI_ERROR;
     }
     call.send = call.recv = m->pack;
     int rc = run(m, OFL_COLL_BCAST, bcast_program(m, alg, root), &call, comm);
-    if (OMPI_SUCCESS == rc && m->rank != root && 0 != stage_bcast(m, buf, count, dtype, bytes, 0)) {
+    if (OMPI_SUCCESS == rc && m->rank != root
+        && 0 != mca_coll_offload_stage(m->pack, buf, count, dtype, bytes, 0)) {
         return OMPI_ERROR;
     }
     return rc;
@@ -312,9 +416,5 @@ int mca_coll_offload_barrier(struct ompi_communicator_t *comm, mca_coll_base_mod
         return m->prev_barrier(comm, m->prev_barrier_module);
     }
     ofl_call_t call = { .send = NULL, .recv = NULL, .fn = NULL, .elem = 1, .count = 0 };
-    const ofl_program_t *prog = &m->barrier;
-    if (OFL_ALG_EXCHANGE == alg && m->barrier_x.ndesc > 0) {
-        prog = &m->barrier_x;
-    }
-    return run(m, OFL_COLL_BARRIER, prog, &call, comm);
+    return run(m, OFL_COLL_BARRIER, barrier_program(m, alg), &call, comm);
 }

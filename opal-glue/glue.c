@@ -84,6 +84,8 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
     p->watchdog = 0.0;
     p->liveness_period = 0.1;
     p->spin = 2000;
+    p->agent = 1;
+    p->agent_bind = 1;
 
     reg_int(c, "priority",
             "Priority of coll/offload (tuned is 30: the default makes offload the first choice)",
@@ -149,6 +151,16 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
     reg_int(c, "spin",
             "Polls before a waiting rank also yields its core (0 when oversubscribed)",
             OPAL_INFO_LVL_6, &p->spin);
+    reg_int(c, "agent",
+            "Start a progress agent thread (one per process) at the first nonblocking or "
+            "persistent collective, so those progress while the application computes; "
+            "0: they progress only inside MPI calls",
+            OPAL_INFO_LVL_5, &p->agent);
+    reg_int(c, "agent_bind",
+            "1: bind the progress agent to a core that no rank on the node is bound to, when "
+            "there is one, otherwise let it run on any core; 0: leave it where it started "
+            "(inheriting the rank's binding)",
+            OPAL_INFO_LVL_6, &p->agent_bind);
     return OMPI_SUCCESS;
 }
 
@@ -180,30 +192,49 @@ int ofl_glue_parse_policies(mca_coll_offload_component_t *c)
     return OMPI_SUCCESS;
 }
 
+static void reg_counter(mca_coll_offload_component_t *c, const char *name, const char *help,
+                        unsigned long long *storage)
+{
+    mca_base_component_pvar_register(&c->super.collm_version, name, help, OPAL_INFO_LVL_4,
+                                     MCA_BASE_PVAR_CLASS_COUNTER,
+                                     MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
+                                     MCA_BASE_VAR_BIND_NO_OBJECT,
+                                     MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
+                                     pvar_read, NULL, NULL, storage);
+}
+
 int ofl_glue_register_pvars(mca_coll_offload_component_t *c)
 {
     for (int k = 0; k < OFL_COLL_COUNT; ++k) {
-        char name[64], help[160];
-        snprintf(name, sizeof(name), "%s_offloaded", ofl_coll_name((ofl_coll_t) k));
-        snprintf(help, sizeof(help), "Number of MPI_%s calls run as descriptor programs",
-                 ofl_coll_name((ofl_coll_t) k));
-        mca_base_component_pvar_register(&c->super.collm_version, name, help, OPAL_INFO_LVL_4,
-                                         MCA_BASE_PVAR_CLASS_COUNTER,
-                                         MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
-                                         MCA_BASE_VAR_BIND_NO_OBJECT,
-                                         MCA_BASE_PVAR_FLAG_READONLY
-                                             | MCA_BASE_PVAR_FLAG_CONTINUOUS,
-                                         pvar_read, NULL, NULL, &c->offloaded[k]);
-        snprintf(name, sizeof(name), "%s_fallback", ofl_coll_name((ofl_coll_t) k));
+        const char *coll = ofl_coll_name((ofl_coll_t) k);
+        char name[64], help[200];
+        snprintf(name, sizeof(name), "%s_offloaded", coll);
+        snprintf(help, sizeof(help), "Number of MPI_%s calls run as descriptor programs", coll);
+        reg_counter(c, name, help, &c->offloaded[k]);
+        snprintf(name, sizeof(name), "%s_fallback", coll);
         snprintf(help, sizeof(help), "Number of MPI_%s calls handed to the fallback component",
-                 ofl_coll_name((ofl_coll_t) k));
-        mca_base_component_pvar_register(&c->super.collm_version, name, help, OPAL_INFO_LVL_4,
-                                         MCA_BASE_PVAR_CLASS_COUNTER,
-                                         MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
-                                         MCA_BASE_VAR_BIND_NO_OBJECT,
-                                         MCA_BASE_PVAR_FLAG_READONLY
-                                             | MCA_BASE_PVAR_FLAG_CONTINUOUS,
-                                         pvar_read, NULL, NULL, &c->fallback[k]);
+                 coll);
+        reg_counter(c, name, help, &c->fallback[k]);
+
+        snprintf(name, sizeof(name), "i%s_offloaded", coll);
+        snprintf(help, sizeof(help), "Number of MPI_I%s calls run as descriptor programs", coll);
+        reg_counter(c, name, help, &c->nb_offloaded[OFL_KIND_NONBLOCKING][k]);
+        snprintf(name, sizeof(name), "i%s_fallback", coll);
+        snprintf(help, sizeof(help),
+                 "Number of MPI_I%s calls handed to the fallback component's nonblocking one",
+                 coll);
+        reg_counter(c, name, help, &c->nb_fallback[OFL_KIND_NONBLOCKING][k]);
+
+        snprintf(name, sizeof(name), "p%s_offloaded", coll);
+        snprintf(help, sizeof(help),
+                 "Number of MPI_Start(all)s of persistent %s requests run as descriptor "
+                 "programs (one per start)", coll);
+        reg_counter(c, name, help, &c->nb_offloaded[OFL_KIND_PERSISTENT][k]);
+        snprintf(name, sizeof(name), "p%s_fallback", coll);
+        snprintf(help, sizeof(help),
+                 "Number of persistent %s requests (MPIX_%s_init) handed to the fallback "
+                 "component (one per init)", coll, coll);
+        reg_counter(c, name, help, &c->nb_fallback[OFL_KIND_PERSISTENT][k]);
     }
     return OMPI_SUCCESS;
 }

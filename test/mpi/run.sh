@@ -2,7 +2,8 @@
 # Runs the MPI-level tests of coll/offload under mpirun and sums their results.
 #
 # Usage: run.sh [BINDIR]
-#   BINDIR          directory holding t_coll, t_fallback, t_leak, t_fault (default: this
+#   BINDIR          directory holding t_coll, t_fallback, t_leak, t_fault, t_nb, t_nb_mt
+#                   (default: this
 #                   script's directory, i.e. run it from the build tree)
 # Environment:
 #   MPIRUN          launcher (default: mpirun)
@@ -42,7 +43,7 @@ fi
 expect=""
 [ "$EXPECT_OFFLOAD" = 1 ] && expect="--expect-offload"
 
-for prog in t_coll t_fallback t_leak t_fault; do
+for prog in t_coll t_fallback t_leak t_fault t_nb t_nb_mt; do
     if [ ! -x "$BINDIR/$prog" ]; then
         echo "run.sh: $BINDIR/$prog not found or not executable (build first, or pass BINDIR)" >&2
         echo "0 passed, 1 failed"
@@ -112,12 +113,30 @@ done
 run t_fallback 4 "$LIMIT_ARGS" $expect
 run t_leak 2 ""
 run t_leak 4 ""
+# Nonblocking and persistent collectives, the progress agent, two threads.
+# t_nb's path checks expect every call it makes offloaded: policies without the
+# fallback ranges of the defaults (tiny reduce/bcast), bcast by reference above 32k.
+NB_POLICY="--mca coll_offload_reduce_policy tree --mca coll_offload_bcast_policy tree:32k,get"
+for np in 2 3 4; do
+    # shellcheck disable=SC2086
+    run t_nb "$np" "$NB_POLICY" $expect
+done
+# shellcheck disable=SC2086
+run t_nb 7 "$NB_POLICY" --quick $expect
+# shellcheck disable=SC2086
+run t_nb 2 "$NB_POLICY --mca coll_offload_agent 0" --quick $expect
+# shellcheck disable=SC2086
+run t_nb_mt 2 "" $expect
+# shellcheck disable=SC2086
+run t_nb_mt 3 "" --quick $expect
 if [ "$EXPECT_OFFLOAD" = 1 ]; then
     # A peer killed mid-collective and a late peer under the watchdog: the
     # others must return an error, not hang. The job itself ends abnormally
     # (a rank is gone, survivors cannot finalize), so mpirun's status is moot.
     TEST_TIMEOUT=60 ALLOW_RC=1 run t_fault 3 "--enable-recovery" kill
     TEST_TIMEOUT=60 ALLOW_RC=1 run t_fault 3 "--mca coll_offload_watchdog 0.5" watchdog
+    TEST_TIMEOUT=60 ALLOW_RC=1 run t_fault 3 "--enable-recovery" kill-nb
+    TEST_TIMEOUT=60 ALLOW_RC=1 run t_fault 3 "--mca coll_offload_watchdog 0.5" watchdog-nb
 fi
 
 echo "total time $(( $(date +%s) - start_all ))s"

@@ -7,6 +7,9 @@
  *                     the runtime does not kill the job first)
  *   t_fault watchdog  rank size-1 arrives late (sleeps); with
  *                     --mca coll_offload_watchdog 0.5 the others get an error
+ *   t_fault kill-nb, t_fault watchdog-nb
+ *                     the same with MPI_Iallreduce + MPI_Wait: the wait on a
+ *                     nonblocking request notices too
  *
  * Every surviving rank prints one line "t_fault: N passed, M failed" and exits
  * with _exit (MPI_Finalize cannot complete with a dead peer).
@@ -33,6 +36,9 @@ int main(int argc, char **argv)
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    /* Open MPI 4.1 raises errors of collective requests (MPI_Wait) on
+     * MPI_COMM_WORLD's handler, whatever their communicator. */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 
     /* A first call sets the communicator up and proves it works. */
     long v = rank + 1, sum = 0;
@@ -45,8 +51,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "t_fault: rank %d: first allreduce rc=%d sum=%ld\n", rank, rc, sum);
     }
     int victim = size - 1;
+    int nb = NULL != strstr(mode, "-nb");
     if (rank == victim) {
-        if (0 == strcmp(mode, "kill")) {
+        if (0 == strncmp(mode, "kill", 4)) {
             raise(SIGKILL);
         }
         sleep(3);
@@ -55,7 +62,15 @@ int main(int argc, char **argv)
     }
     double t0 = now();
     for (int i = 0; i < 3; ++i) {
-        rc = MPI_Allreduce(&v, &sum, 1, MPI_LONG, MPI_SUM, comm);
+        if (nb) {
+            MPI_Request req;
+            rc = MPI_Iallreduce(&v, &sum, 1, MPI_LONG, MPI_SUM, comm, &req);
+            if (MPI_SUCCESS == rc) {
+                rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+            }
+        } else {
+            rc = MPI_Allreduce(&v, &sum, 1, MPI_LONG, MPI_SUM, comm);
+        }
         if (MPI_SUCCESS != rc) {
             break;
         }

@@ -1,0 +1,1050 @@
+/*
+ * coll/offload — nonblocking and persistent collectives, and the progress agent.
+ *
+ * MPI_Iallreduce, MPI_Ireduce, MPI_Ibcast, MPI_Ibarrier and the persistent
+ * MPIX_*_init forms run the programs the blocking calls run, with the same
+ * decisions. A call is an instance (ofl_inst_t, inside a request object);
+ * posting it advances the communicator's edge sequences as a blocking call
+ * would, so all kinds interleave in whatever order the application calls them.
+ *
+ * Who executes. Each module keeps its posted instances in post order, and one
+ * thread at a time executes them, holding the module's executor lock (the
+ * agent item's try-lock): the progress agent (one thread per process, started
+ * at the first nonblocking post, asleep while nothing is outstanding), or an
+ * application thread inside MPI (opal_progress in MPI_Wait/Test, or a blocking
+ * call queued behind nonblocking ones). Only the oldest unfinished instance of
+ * a module runs: instances share the edges, and a later one consuming items
+ * before an earlier one would hand back credits for slots the earlier one has
+ * not read yet. All ranks post in the same order, so this never deadlocks.
+ *
+ * Completion. The executor marks an instance done and pushes it onto a
+ * lock-free stack; only the opal_progress callback, in an application thread,
+ * completes MPI requests (ompi_request_complete is not safe from another
+ * thread unless MPI runs THREAD_MULTIPLE). A request freed while running
+ * (MPI_Request_free) is claimed by whoever comes first: the free defers, the
+ * callback then recycles it instead of completing it.
+ *
+ * Request objects come from one free list that only grows; each holds a
+ * reference on its module while in use, so a communicator freed with calls in
+ * flight keeps its NIC until they end.
+ */
+#include "coll_offload.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "glue.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/mca/coll/base/coll_base_util.h"
+#include "ompi/proc/proc.h"
+#include "ompi/request/request.h"
+#include "opal/mca/hwloc/base/base.h"
+#include "opal/mca/pmix/pmix.h"
+#include "opal/runtime/opal.h"
+#include "opal/runtime/opal_progress.h"
+#include "opal/util/output.h"
+
+typedef enum {
+    REQ_NONBLOCKING,
+    REQ_PERSISTENT,
+    REQ_BLOCKING     /* a blocking call queued behind nonblocking ones */
+} req_kind_t;
+
+/* Who finishes a running request: the completer, or MPI_Request_free first. */
+enum {
+    CLAIM_NONE = 0,
+    CLAIM_COMPLETE,
+    CLAIM_FREED
+};
+
+typedef struct mca_coll_offload_req {
+    /* The nonblocking-collective request of coll/base: MPI_I<coll> stores the
+     * datatypes and ops it retains for us in it. */
+    ompi_coll_base_nbc_request_t super;
+    ofl_inst_t inst;
+    mca_coll_offload_module_t *module;   /* retained while the request is in use */
+    struct mca_coll_offload_req *next;   /* incoming stack, run list, done stack */
+    req_kind_t kind;
+    ofl_coll_t coll;
+    int done;                 /* atomic: the executor's last word */
+    int claim;                /* atomic: CLAIM_* */
+    ofl_wait_status_t status; /* with peer..error, written before done */
+    int error;
+    int peer;
+    int cnt;
+    uint64_t have;
+    int64_t need;
+    /* What every MPI_Start posts again (persistent). */
+    const ofl_program_t *prog;
+    ofl_call_t call;
+    /* Non-contiguous bcast: the root packs at post, the others unpack when
+     * the request completes (in an application thread). */
+    int staged;
+    int root;
+    void *buf;
+    int count;
+    struct ompi_datatype_t *dtype;   /* retained while staged */
+    size_t bytes;
+    void *stage;                     /* grows only, kept with the object */
+    size_t stage_bytes;
+} mca_coll_offload_req_t;
+
+static void req_construct(mca_coll_offload_req_t *r)
+{
+    r->module = NULL;
+    r->next = NULL;
+    r->dtype = NULL;
+    r->stage = NULL;
+    r->stage_bytes = 0;
+}
+
+static void req_destruct(mca_coll_offload_req_t *r)
+{
+    free(r->stage);
+    r->stage = NULL;
+}
+
+OBJ_CLASS_INSTANCE(mca_coll_offload_req_t, ompi_coll_base_nbc_request_t, req_construct,
+                   req_destruct);
+
+static ofl_agent_t agent;
+/* Idle request objects: a list that only grows (objects are made when it is
+ * empty and come back when freed), under a mutex that only application
+ * threads take. */
+static mca_coll_offload_req_t *idle_reqs;
+static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
+static int nb_active;                          /* atomic: set up (free list, agent) */
+static pthread_mutex_t nb_lock = PTHREAD_MUTEX_INITIALIZER;
+static mca_coll_offload_req_t *done_stack;     /* atomic LIFO, newest first */
+static hwloc_bitmap_t agent_set;               /* where the agent runs; NULL: as born */
+static int cancel_warned;
+
+static const char *const nb_names[OFL_COLL_COUNT] = {
+    "MPI_Iallreduce", "MPI_Ireduce", "MPI_Ibcast", "MPI_Ibarrier"
+};
+static const char *const p_names[OFL_COLL_COUNT] = {
+    "persistent MPI_Allreduce", "persistent MPI_Reduce", "persistent MPI_Bcast",
+    "persistent MPI_Barrier"
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
+}
+
+static inline mca_coll_offload_module_t *module_of(ofl_agent_item_t *item)
+{
+    return (mca_coll_offload_module_t *) ((char *) item
+                                          - offsetof(mca_coll_offload_module_t, item));
+}
+
+/* ---- the executor (agent or application thread, under the module's lock) --- */
+
+static inline uint64_t cursor_sum(const ofl_inst_t *inst)
+{
+    uint64_t s = 0;
+    for (int q = 0; q < OFL_PROG_MAX_QUEUES; ++q) {
+        s += inst->cursor[q];
+    }
+    return s;
+}
+
+static inline double liveness_period(void)
+{
+    double p = mca_coll_offload_component.params.liveness_period;
+    return p > 0 ? p : 0.1;
+}
+
+static void head_changed(mca_coll_offload_module_t *m)
+{
+    m->head_since = now_s();
+    m->next_check = m->head_since + liveness_period();
+    m->idle = 0;
+}
+
+/* r leaves the run list. The module's count drops before anyone can see r done:
+ * an application thread that then finds nothing outstanding takes the blocking
+ * fast path, and we touch the NIC no more in this call. */
+static void finish(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r,
+                   ofl_wait_status_t st)
+{
+    m->run_head = r->next;
+    if (NULL == m->run_head) {
+        m->run_tail = NULL;
+    }
+    r->next = NULL;
+    r->status = st;
+    __atomic_fetch_sub(&m->nactive, 1, __ATOMIC_RELEASE);
+    if (REQ_BLOCKING == r->kind) {
+        __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+    } else {
+        __atomic_store_n(&r->done, 1, __ATOMIC_RELAXED);
+        mca_coll_offload_req_t *top = __atomic_load_n(&done_stack, __ATOMIC_RELAXED);
+        do {
+            r->next = top;
+        } while (!__atomic_compare_exchange_n(&done_stack, &top, r, 1, __ATOMIC_RELEASE,
+                                              __ATOMIC_RELAXED));
+    }
+    ofl_agent_done(&agent, 1);
+}
+
+/* The oldest instance has not moved for a while: the same checks a blocking
+ * wait makes (ofl_engine_check), every liveness period. */
+static void check_head(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r)
+{
+    double t = now_s();
+    if (t < m->next_check) {
+        return;
+    }
+    m->next_check = t + liveness_period();
+    int peer = -1;
+    ofl_wait_status_t st = ofl_engine_check(&r->inst, t - m->head_since,
+                                            mca_coll_offload_component.params.watchdog, &peer);
+    if (OFL_WAIT_OK == st) {
+        return;
+    }
+    /* The NIC state is now mid-call: this instance and all behind it fail, and
+     * later calls on the communicator go to the fallback. */
+    int who;
+    m->fail_peer = peer;
+    m->fail_cnt = OFL_CNT_DATA * OFL_CHANNELS;
+    m->fail_have = 0;
+    m->fail_need = 0;
+    m->fail_error = r->inst.error;
+    ofl_engine_blocker(&r->inst, &who, &m->fail_cnt, &m->fail_have, &m->fail_need);
+    m->fail_status = st;
+    m->failed = 1;
+    __atomic_store_n(&m->state, OFL_MOD_DISABLED, __ATOMIC_RELAXED);
+}
+
+static int module_progress(ofl_agent_item_t *item)
+{
+    mca_coll_offload_module_t *m = module_of(item);
+    if (0 == __atomic_load_n(&m->nactive, __ATOMIC_ACQUIRE)) {
+        return 0;
+    }
+    mca_coll_offload_req_t *in = __atomic_exchange_n(&m->incoming, NULL, __ATOMIC_ACQUIRE);
+    if (NULL != in) {
+        /* The stack holds the newest first: reverse into post order. */
+        mca_coll_offload_req_t *fifo = NULL, *tail = in;
+        while (NULL != in) {
+            mca_coll_offload_req_t *next = in->next;
+            in->next = fifo;
+            fifo = in;
+            in = next;
+        }
+        if (NULL == m->run_head) {
+            m->run_head = fifo;
+            head_changed(m);
+        } else {
+            m->run_tail->next = fifo;
+        }
+        m->run_tail = tail;
+    }
+    int worked = 0;
+    mca_coll_offload_req_t *r;
+    while (NULL != (r = m->run_head)) {
+        if (OPAL_UNLIKELY(m->failed)) {
+            r->peer = m->fail_peer;
+            r->cnt = m->fail_cnt;
+            r->have = m->fail_have;
+            r->need = m->fail_need;
+            r->error = m->fail_error;
+            finish(m, r, (ofl_wait_status_t) m->fail_status);
+            worked++;
+            continue;
+        }
+        uint64_t before = cursor_sum(&r->inst);
+        int done = ofl_engine_progress(&r->inst);
+        if (OPAL_UNLIKELY(done < 0)) {
+            /* A read of a peer's memory failed: this call cannot complete, and
+             * the NIC state is mid-call, as for a dead peer. */
+            m->fail_status = OFL_WAIT_FAILED;
+            m->fail_error = r->inst.error;
+            m->fail_peer = -1;
+            m->fail_cnt = 0;
+            m->fail_have = 0;
+            m->fail_need = 0;
+            m->failed = 1;
+            __atomic_store_n(&m->state, OFL_MOD_DISABLED, __ATOMIC_RELAXED);
+            continue;
+        }
+        if (done) {
+            finish(m, r, OFL_WAIT_OK);
+            worked++;
+            if (NULL != m->run_head) {
+                head_changed(m);
+            }
+            continue;
+        }
+        if (cursor_sum(&r->inst) != before) {
+            worked++;
+        }
+        break;
+    }
+    if (0 == worked && NULL != (r = m->run_head) && 0 == (++m->idle & 63)) {
+        check_head(m, r);
+        if (m->failed) {
+            return module_progress(item);
+        }
+    }
+    return worked;
+}
+
+/* ---- posting ---------------------------------------------------------------- */
+
+static void cpu_set_describe(hwloc_const_bitmap_t set, char *buf, size_t len)
+{
+    char *text = NULL;
+    if (hwloc_bitmap_list_asprintf(&text, set) >= 0 && NULL != text) {
+        snprintf(buf, len, "%s", text);
+    } else {
+        snprintf(buf, len, "?");
+    }
+    free(text);
+}
+
+/* Where the agent runs: a core that no rank on this node is bound to (spread
+ * over such cores by local rank), else unbound — every allowed PU — when each
+ * core has a rank or some local rank is not bound at all (it may run anywhere).
+ * Ranks' bindings come from the launcher's per-process cpuset (PMIx). */
+static hwloc_bitmap_t choose_agent_set(char *why, size_t len)
+{
+    if (!mca_coll_offload_component.params.agent_bind) {
+        snprintf(why, len, "left as started (coll_offload_agent_bind=0)");
+        return NULL;
+    }
+    if (OPAL_SUCCESS != opal_hwloc_base_get_topology() || NULL == opal_hwloc_topology) {
+        snprintf(why, len, "left as started (no hwloc topology)");
+        return NULL;
+    }
+    hwloc_topology_t topo = opal_hwloc_topology;
+    hwloc_const_bitmap_t allowed = hwloc_topology_get_allowed_cpuset(topo);
+    hwloc_bitmap_t used = hwloc_bitmap_alloc();
+    hwloc_bitmap_t one = hwloc_bitmap_alloc();
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    int unbound = 0;
+    unsigned local_rank = 0;   /* my place among this node's ranks */
+    ompi_communicator_t *world = &ompi_mpi_comm_world.comm;
+    int n = ompi_comm_size(world);
+    int me = ompi_comm_rank(world);
+    for (int r = 0; r < n && !unbound; ++r) {
+        ompi_proc_t *proc = ompi_comm_peer_lookup(world, r);
+        if (NULL == proc || (r != me && !OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags))) {
+            continue;
+        }
+        local_rank += r < me;
+        char *cpus = NULL;
+        int rc;
+        OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OPAL_PMIX_CPUSET, &proc->super.proc_name, &cpus,
+                                       OPAL_STRING);
+        if (OPAL_SUCCESS != rc || NULL == cpus || 0 != hwloc_bitmap_list_sscanf(one, cpus)
+            || hwloc_bitmap_iszero(one)) {
+            unbound = 1;
+        } else {
+            hwloc_bitmap_or(used, used, one);
+        }
+        free(cpus);
+    }
+    char pus[128];
+    if (unbound) {
+        hwloc_bitmap_copy(set, allowed);
+        snprintf(why, len, "unbound: a rank on this node is not bound to cores");
+    } else {
+        hwloc_bitmap_t spare = hwloc_bitmap_alloc();
+        hwloc_bitmap_andnot(spare, allowed, used);
+        int ncores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+        int nfree = 0;
+        for (int i = 0; i < ncores; ++i) {
+            hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, (unsigned) i);
+            hwloc_bitmap_and(one, core->cpuset, allowed);
+            nfree += !hwloc_bitmap_iszero(one) && hwloc_bitmap_isincluded(one, spare);
+        }
+        if (nfree > 0) {
+            int pick = (int) (local_rank % (unsigned) nfree);
+            for (int i = 0, k = 0; i < ncores; ++i) {
+                hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, (unsigned) i);
+                hwloc_bitmap_and(one, core->cpuset, allowed);
+                if (hwloc_bitmap_iszero(one) || !hwloc_bitmap_isincluded(one, spare)) {
+                    continue;
+                }
+                if (k++ == pick) {
+                    hwloc_bitmap_copy(set, one);
+                    cpu_set_describe(set, pus, sizeof(pus));
+                    snprintf(why, len, "bound to core %u (PUs %s), which no local rank uses",
+                             core->logical_index, pus);
+                    break;
+                }
+            }
+        } else if (!hwloc_bitmap_iszero(spare)) {
+            hwloc_bitmap_copy(set, spare);
+            cpu_set_describe(set, pus, sizeof(pus));
+            snprintf(why, len, "bound to PUs %s, which no local rank uses", pus);
+        } else {
+            hwloc_bitmap_copy(set, allowed);
+            snprintf(why, len, "unbound: every core has a local rank bound to it");
+        }
+        hwloc_bitmap_free(spare);
+    }
+    hwloc_bitmap_free(used);
+    hwloc_bitmap_free(one);
+    return set;
+}
+
+/* Runs first in the agent thread: hwloc only, no MPI. */
+static void agent_started(void *ctx)
+{
+    hwloc_bitmap_t set = ctx;
+    if (NULL != set) {
+        hwloc_set_cpubind(opal_hwloc_topology, set, HWLOC_CPUBIND_THREAD);
+    }
+}
+
+static int nb_progress(void);
+
+static mca_coll_offload_req_t *req_alloc(void)
+{
+    pthread_mutex_lock(&idle_lock);
+    mca_coll_offload_req_t *r = idle_reqs;
+    if (NULL != r) {
+        idle_reqs = r->next;
+    }
+    pthread_mutex_unlock(&idle_lock);
+    if (NULL == r) {
+        r = OBJ_NEW(mca_coll_offload_req_t);
+    }
+    return r;
+}
+
+static void req_return(mca_coll_offload_req_t *r)
+{
+    pthread_mutex_lock(&idle_lock);
+    r->next = idle_reqs;
+    idle_reqs = r;
+    pthread_mutex_unlock(&idle_lock);
+}
+
+/* Once per process, at the first nonblocking or persistent call. */
+static int nb_activate(void)
+{
+    if (OPAL_LIKELY(__atomic_load_n(&nb_active, __ATOMIC_ACQUIRE))) {
+        return OMPI_SUCCESS;
+    }
+    mca_coll_offload_component_t *c = &mca_coll_offload_component;
+    int rc = OMPI_SUCCESS;
+    pthread_mutex_lock(&nb_lock);
+    if (!nb_active) {
+        ofl_agent_init(&agent);
+        opal_progress_register(nb_progress);
+        if (c->params.agent) {
+            char why[256];
+            agent_set = choose_agent_set(why, sizeof(why));
+            int err = ofl_agent_start(&agent, agent_started, agent_set);
+            if (0 != err) {
+                opal_output(c->output,
+                            "coll:offload: cannot start the progress agent (%s); nonblocking "
+                            "collectives progress inside MPI calls only",
+                            strerror(err));
+            } else {
+                opal_output_verbose(1, c->output, "coll:offload: progress agent started, %s",
+                                    why);
+            }
+        } else {
+            opal_output_verbose(1, c->output,
+                                "coll:offload: no progress agent (coll_offload_agent=0): "
+                                "nonblocking collectives progress inside MPI calls");
+        }
+        __atomic_store_n(&nb_active, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&nb_lock);
+    return rc;
+}
+
+/* A module's first post puts it on the agent's list; its blocking-call object
+ * is taken then, so a blocking call never has to allocate. */
+static int module_activate(mca_coll_offload_module_t *m)
+{
+    if (OPAL_LIKELY(m->item_linked)) {
+        return OMPI_SUCCESS;
+    }
+    int rc = nb_activate();
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    m->blocking_req = req_alloc();
+    if (NULL == m->blocking_req) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    ofl_agent_add(&agent, &m->item);
+    m->item_linked = 1;
+    return OMPI_SUCCESS;
+}
+
+static void post(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r,
+                 const ofl_program_t *prog, const ofl_call_t *call)
+{
+    ofl_engine_post(&r->inst, prog, &m->nic.base, &m->edges, call);
+    r->status = OFL_WAIT_OK;
+    r->error = 0;
+    r->done = 0;
+    __atomic_fetch_add(&m->nactive, 1, __ATOMIC_ACQ_REL);
+    mca_coll_offload_req_t *top = __atomic_load_n(&m->incoming, __ATOMIC_RELAXED);
+    do {
+        r->next = top;
+    } while (!__atomic_compare_exchange_n(&m->incoming, &top, r, 1, __ATOMIC_RELEASE,
+                                          __ATOMIC_RELAXED));
+    ofl_agent_post(&agent, 1);
+}
+
+static int req_free(ompi_request_t **rptr);
+static int req_cancel(ompi_request_t *q, int flag);
+static int req_start(size_t count, ompi_request_t **requests);
+
+static mca_coll_offload_req_t *req_get(mca_coll_offload_module_t *m,
+                                       struct ompi_communicator_t *comm, req_kind_t kind,
+                                       ofl_coll_t coll)
+{
+    mca_coll_offload_req_t *r = req_alloc();
+    if (NULL == r) {
+        return NULL;
+    }
+    ompi_request_t *q = &r->super.super;
+    int persistent = REQ_PERSISTENT == kind;
+    OMPI_REQUEST_INIT(q, persistent);
+    q->req_type = OMPI_REQUEST_COLL;
+    q->req_mpi_object.comm = comm;
+    q->req_status = ompi_status_empty;
+    q->req_start = persistent ? req_start : NULL;
+    q->req_free = req_free;
+    q->req_cancel = req_cancel;
+    /* MPI_I<coll> may have hooked the previous user's retained objects here. */
+    r->super.cb.req_complete_cb = NULL;
+    r->super.req_complete_cb_data = NULL;
+    r->super.data.objs.objs[0] = NULL;
+    r->super.data.objs.objs[1] = NULL;
+    r->kind = kind;
+    r->coll = coll;
+    r->claim = CLAIM_NONE;
+    r->done = 0;
+    r->next = NULL;
+    r->status = OFL_WAIT_OK;
+    r->staged = 0;
+    r->dtype = NULL;
+    r->module = m;
+    OBJ_RETAIN(m);
+    return r;
+}
+
+static void recycle(mca_coll_offload_req_t *r)
+{
+    OMPI_REQUEST_FINI(&r->super.super);
+    if (NULL != r->dtype) {
+        OBJ_RELEASE(r->dtype);
+        r->dtype = NULL;
+    }
+    mca_coll_offload_module_t *m = r->module;
+    r->module = NULL;
+    req_return(r);
+    /* Last: this may be the last reference to the communicator's module. */
+    OBJ_RELEASE(m);
+}
+
+/* Staging for a non-contiguous bcast; grows only. Returns 0 or -1. */
+static int stage_prepare(mca_coll_offload_req_t *r, void *buf, int count,
+                         struct ompi_datatype_t *dtype, int root, size_t bytes)
+{
+    if (r->stage_bytes < bytes) {
+        void *p = realloc(r->stage, bytes);
+        if (NULL == p) {
+            return -1;
+        }
+        r->stage = p;
+        r->stage_bytes = bytes;
+    }
+    r->staged = 1;
+    r->buf = buf;
+    r->count = count;
+    r->root = root;
+    r->bytes = bytes;
+    r->dtype = dtype;
+    OBJ_RETAIN(dtype);
+    r->call.send = r->call.recv = r->stage;
+    return 0;
+}
+
+/* The application thread: post, or (zero bytes) complete at once. */
+static int start_one(mca_coll_offload_req_t *r)
+{
+    mca_coll_offload_module_t *m = r->module;
+    ompi_request_t *q = &r->super.super;
+    q->req_state = OMPI_REQUEST_ACTIVE;
+    if (r->staged && m->rank == r->root
+        && 0 != mca_coll_offload_stage(r->stage, r->buf, r->count, r->dtype, r->bytes, 1)) {
+        q->req_status.MPI_ERROR = MPI_ERR_INTERN;
+        ompi_request_complete(q, true);
+        return OMPI_SUCCESS;
+    }
+    if (0 == r->call.count && OFL_COLL_BARRIER != r->coll) {
+        ompi_request_complete(q, true);
+        return OMPI_SUCCESS;
+    }
+    post(m, r, r->prog, &r->call);
+    return OMPI_SUCCESS;
+}
+
+/* A new nonblocking call or persistent request for an offloaded decision. For
+ * a bcast, `buf` non-NULL with a non-contiguous dtype means staged. */
+static int make_request(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
+                        req_kind_t kind, ofl_coll_t coll, const ofl_program_t *prog,
+                        const ofl_call_t *call, void *buf, int count,
+                        struct ompi_datatype_t *dtype, int root, ompi_request_t **request)
+{
+    int rc = module_activate(m);
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    mca_coll_offload_req_t *r = req_get(m, comm, kind, coll);
+    if (NULL == r) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    r->prog = prog;
+    r->call = *call;
+    if (NULL != buf && 0 != stage_prepare(r, buf, count, dtype, root, call->count)) {
+        /* The other ranks may already have posted: an out-of-resource error,
+         * never a silent divergence. */
+        opal_output(0, "coll:offload: %s on %s: cannot allocate %zu bytes of staging",
+                    REQ_PERSISTENT == kind ? p_names[coll] : nb_names[coll], comm->c_name,
+                    call->count);
+        recycle(r);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    *request = &r->super.super;
+    if (REQ_PERSISTENT == kind) {
+        return OMPI_SUCCESS;
+    }
+    return start_one(r);
+}
+
+/* ---- completion (application threads only) ------------------------------------ */
+
+static void complete(mca_coll_offload_req_t *r)
+{
+    ompi_request_t *q = &r->super.super;
+    mca_coll_offload_module_t *m = r->module;
+    if (OPAL_UNLIKELY(OFL_WAIT_OK != r->status)) {
+        q->req_status.MPI_ERROR = MPI_ERR_OTHER;
+        mca_coll_offload_report(m, REQ_PERSISTENT == r->kind ? p_names[r->coll]
+                                                             : nb_names[r->coll],
+                                q->req_mpi_object.comm, r->status, r->peer, r->cnt, r->have,
+                                r->need, r->error);
+    } else if (r->staged && m->rank != r->root
+               && 0 != mca_coll_offload_stage(r->stage, r->buf, r->count, r->dtype, r->bytes,
+                                              0)) {
+        q->req_status.MPI_ERROR = MPI_ERR_INTERN;
+    }
+    int expect = CLAIM_NONE;
+    if (__atomic_compare_exchange_n(&r->claim, &expect, CLAIM_COMPLETE, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+        ompi_request_complete(q, true);
+        return;
+    }
+    /* Freed by the application while it ran: nobody waits for it. Completing it
+     * still runs the callback that releases what MPI_I<coll> retained. */
+    ompi_request_complete(q, true);
+    recycle(r);
+}
+
+/* The opal_progress callback: execute (unless the agent is at it) and complete
+ * the requests whose instances are done. */
+static int nb_progress(void)
+{
+    int n = 0;
+    if (ofl_agent_pending(&agent) > 0) {
+        n += ofl_agent_run(&agent);
+    }
+    if (NULL == __atomic_load_n(&done_stack, __ATOMIC_RELAXED)) {
+        return n;
+    }
+    mca_coll_offload_req_t *r = __atomic_exchange_n(&done_stack, NULL, __ATOMIC_ACQUIRE);
+    mca_coll_offload_req_t *fifo = NULL;
+    while (NULL != r) {
+        mca_coll_offload_req_t *next = r->next;
+        r->next = fifo;
+        fifo = r;
+        r = next;
+    }
+    while (NULL != fifo) {
+        mca_coll_offload_req_t *next = fifo->next;
+        fifo->next = NULL;
+        complete(fifo);
+        fifo = next;
+        n++;
+    }
+    return n;
+}
+
+/* ---- request callbacks ------------------------------------------------------- */
+
+static int req_free(ompi_request_t **rptr)
+{
+    mca_coll_offload_req_t *r = (mca_coll_offload_req_t *) *rptr;
+    ompi_request_t *q = &r->super.super;
+    int running = !REQUEST_COMPLETE(q)
+                  && (!q->req_persistent || OMPI_REQUEST_ACTIVE == q->req_state);
+    if (running) {
+        int expect = CLAIM_NONE;
+        if (__atomic_compare_exchange_n(&r->claim, &expect, CLAIM_FREED, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE)) {
+            /* The completer recycles it when it ends. */
+            *rptr = MPI_REQUEST_NULL;
+            return OMPI_SUCCESS;
+        }
+        /* Another thread is completing it right now. */
+        while (!REQUEST_COMPLETE(q)) {
+            sched_yield();
+        }
+    }
+    recycle(r);
+    *rptr = MPI_REQUEST_NULL;
+    return OMPI_SUCCESS;
+}
+
+/* MPI-3.1 §5.12: cancelling a request of a nonblocking collective is erroneous.
+ * Say so (once) and leave the request running: it completes normally. */
+static int req_cancel(ompi_request_t *q, int flag)
+{
+    (void) flag;
+    if (!__atomic_exchange_n(&cancel_warned, 1, __ATOMIC_RELAXED)) {
+        opal_output(0, "coll:offload: MPI_Cancel on a collective request on %s is erroneous "
+                    "(MPI-3.1 section 5.12): returning MPI_ERR_REQUEST; the request stays "
+                    "active and completes normally",
+                    q->req_mpi_object.comm->c_name);
+    }
+    return MPI_ERR_REQUEST;
+}
+
+static int req_start(size_t count, ompi_request_t **requests)
+{
+    for (size_t i = 0; i < count; ++i) {
+        mca_coll_offload_req_t *r = (mca_coll_offload_req_t *) requests[i];
+        ompi_request_t *q = &r->super.super;
+        if (OMPI_REQUEST_ACTIVE == q->req_state && !REQUEST_COMPLETE(q)) {
+            return MPI_ERR_REQUEST;   /* started twice: erroneous */
+        }
+        mca_coll_offload_module_t *m = r->module;
+        q->req_complete = REQUEST_PENDING;
+        q->req_status.MPI_ERROR = MPI_SUCCESS;
+        r->claim = CLAIM_NONE;
+        mca_coll_offload_note(OFL_KIND_PERSISTENT, r->coll, OFL_R_OFFLOAD,
+                              r->call.count * r->call.elem, q->req_mpi_object.comm);
+        if (OPAL_UNLIKELY(OFL_MOD_READY != __atomic_load_n(&m->state, __ATOMIC_RELAXED))) {
+            /* A fault stopped this communicator's NIC after the request was made. */
+            q->req_state = OMPI_REQUEST_ACTIVE;
+            r->status = m->failed ? (ofl_wait_status_t) m->fail_status : OFL_WAIT_PEER_DEAD;
+            r->peer = m->fail_peer;
+            r->cnt = m->fail_cnt;
+            r->have = m->fail_have;
+            r->need = m->fail_need;
+            r->error = m->fail_error;
+            complete(r);
+            continue;
+        }
+        start_one(r);
+    }
+    return OMPI_SUCCESS;
+}
+
+/* ---- the blocking slow path --------------------------------------------------- */
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+ofl_wait_status_t mca_coll_offload_nb_blocking(mca_coll_offload_module_t *m,
+                                               const ofl_program_t *prog,
+                                               const ofl_call_t *call, int *peer, int *cnt,
+                                               uint64_t *have, int64_t *need, int *error)
+{
+    mca_coll_offload_req_t *r = m->blocking_req;
+    r->kind = REQ_BLOCKING;
+    post(m, r, prog, call);
+    unsigned spin = ofl_glue_spin_before_yield(&mca_coll_offload_component.params);
+    for (unsigned long iter = 1;; ++iter) {
+        ofl_agent_item_try(&m->item);
+        if (__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) {
+            break;
+        }
+        if (0 == (iter & 63)) {
+            opal_progress();
+        }
+        if (iter >= spin) {
+            sched_yield();
+        } else {
+            cpu_relax();
+        }
+    }
+    *peer = r->peer;
+    *cnt = r->cnt;
+    *have = r->have;
+    *need = r->need;
+    *error = r->error;
+    return r->status;
+}
+
+/* ---- module and component life ----------------------------------------------- */
+
+void mca_coll_offload_nb_module_init(mca_coll_offload_module_t *m)
+{
+    ofl_agent_item_init(&m->item, module_progress);
+    m->item_linked = 0;
+    m->nactive = 0;
+    m->incoming = NULL;
+    m->run_head = m->run_tail = NULL;
+    m->failed = 0;
+    m->blocking_req = NULL;
+}
+
+void mca_coll_offload_nb_module_fini(mca_coll_offload_module_t *m)
+{
+    if (!m->item_linked || !__atomic_load_n(&nb_active, __ATOMIC_ACQUIRE)) {
+        return;
+    }
+    ofl_agent_remove(&agent, &m->item);
+    m->item_linked = 0;
+    req_return(m->blocking_req);
+    m->blocking_req = NULL;
+}
+
+void mca_coll_offload_nb_close(void)
+{
+    if (!__atomic_load_n(&nb_active, __ATOMIC_ACQUIRE)) {
+        return;
+    }
+    ofl_agent_fini(&agent);
+    opal_progress_unregister(nb_progress);
+    /* Complete what finished after the application's last MPI call. */
+    nb_progress();
+    if (NULL != agent_set) {
+        hwloc_bitmap_free(agent_set);
+        agent_set = NULL;
+    }
+    __atomic_store_n(&nb_active, 0, __ATOMIC_RELEASE);
+    while (NULL != idle_reqs) {
+        mca_coll_offload_req_t *r = idle_reqs;
+        idle_reqs = r->next;
+        OBJ_RELEASE(r);
+    }
+}
+
+/* ---- the entry points ----------------------------------------------------------- */
+
+/* The helpers below set *fallback to the reason when the call goes to the
+ * layer below (then nothing was created), 0 when it was offloaded. */
+static int reduction(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
+                     req_kind_t kind, ofl_coll_t coll, const void *sbuf, void *rbuf, int count,
+                     struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                     ompi_request_t **request, int *fallback)
+{
+    ofl_call_t call = { 0 };
+    ofl_alg_t alg;
+    *fallback = mca_coll_offload_decide_reduction(m, comm, coll, dtype, op, count, &call, &alg);
+    if (OFL_R_OFFLOAD != *fallback) {
+        return OMPI_SUCCESS;
+    }
+    if (REQ_NONBLOCKING == kind) {
+        mca_coll_offload_note(OFL_KIND_NONBLOCKING, coll, OFL_R_OFFLOAD,
+                              call.count * call.elem, comm);
+    }
+    call.send = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf;
+    call.recv = rbuf;
+    const ofl_program_t *prog = mca_coll_offload_program(m, coll, alg, root);
+    call.seg_bytes = mca_coll_offload_segment(prog, call.count * call.elem);
+    return make_request(m, comm, kind, coll, prog, &call, NULL, 0, NULL, root, request);
+}
+
+static int bcast(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
+                 req_kind_t kind, void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                 ompi_request_t **request, int *fallback)
+{
+    size_t bytes = count > 0 ? (size_t) count * dtype->super.size : 0;
+    ofl_alg_t alg;
+    *fallback = mca_coll_offload_decide_bcast(m, comm, bytes, &alg);
+    if (OFL_R_OFFLOAD != *fallback) {
+        return OMPI_SUCCESS;
+    }
+    if (REQ_NONBLOCKING == kind) {
+        mca_coll_offload_note(OFL_KIND_NONBLOCKING, OFL_COLL_BCAST, OFL_R_OFFLOAD, bytes, comm);
+    }
+    ofl_call_t call = { .fn = NULL, .elem = 1, .count = bytes };
+    const ofl_program_t *prog = mca_coll_offload_program(m, OFL_COLL_BCAST, alg, root);
+    call.seg_bytes = mca_coll_offload_segment(prog, bytes);
+    /* Only the byte size decides (layouts may differ between ranks): a
+     * non-contiguous layout is staged, as in the blocking call. */
+    if (bytes > 0 && !ompi_datatype_is_contiguous_memory_layout(dtype, count)) {
+        return make_request(m, comm, kind, OFL_COLL_BCAST, prog, &call, buf, count, dtype,
+                            root, request);
+    }
+    ptrdiff_t true_lb = 0, true_extent = 0;
+    ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
+    call.send = call.recv = (char *) buf + true_lb;
+    return make_request(m, comm, kind, OFL_COLL_BCAST, prog, &call, NULL, 0, NULL, root,
+                        request);
+}
+
+static int barrier(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
+                   req_kind_t kind, ompi_request_t **request, int *fallback)
+{
+    ofl_alg_t alg;
+    *fallback = mca_coll_offload_decide_barrier(m, comm, &alg);
+    if (OFL_R_OFFLOAD != *fallback) {
+        return OMPI_SUCCESS;
+    }
+    if (REQ_NONBLOCKING == kind) {
+        mca_coll_offload_note(OFL_KIND_NONBLOCKING, OFL_COLL_BARRIER, OFL_R_OFFLOAD, 0, comm);
+    }
+    ofl_call_t call = { .send = NULL, .recv = NULL, .fn = NULL, .elem = 1, .count = 0 };
+    return make_request(m, comm, kind, OFL_COLL_BARRIER,
+                        mca_coll_offload_program(m, OFL_COLL_BARRIER, alg, 0), &call, NULL, 0,
+                        NULL, 0, request);
+}
+
+/* Count a fallback decision (and explain it at verbose >= 10). */
+static inline int fell_back(int reason, ofl_kind_t kind, ofl_coll_t coll, size_t bytes,
+                            struct ompi_communicator_t *comm)
+{
+    if (OFL_R_OFFLOAD == reason) {
+        return 0;
+    }
+    mca_coll_offload_note(kind, coll, reason, bytes, comm);
+    return 1;
+}
+
+int mca_coll_offload_iallreduce(const void *sbuf, void *rbuf, int count,
+                                struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                struct ompi_communicator_t *comm, ompi_request_t **request,
+                                mca_coll_base_module_t *module)
+{
+    mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
+    int why;
+    int rc = reduction(m, comm, REQ_NONBLOCKING, OFL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype,
+                       op, 0, request, &why);
+    if (fell_back(why, OFL_KIND_NONBLOCKING, OFL_COLL_ALLREDUCE,
+                  (size_t) count * dtype->super.size, comm)) {
+        return m->prev_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
+                                  m->prev_iallreduce_module);
+    }
+    return rc;
+}
+
+int mca_coll_offload_ireduce(const void *sbuf, void *rbuf, int count,
+                             struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                             struct ompi_communicator_t *comm, ompi_request_t **request,
+                             mca_coll_base_module_t *module)
+{
+    mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
+    int why;
+    int rc = reduction(m, comm, REQ_NONBLOCKING, OFL_COLL_REDUCE, sbuf, rbuf, count, dtype, op,
+                       root, request, &why);
+    if (fell_back(why, OFL_KIND_NONBLOCKING, OFL_COLL_REDUCE,
+                  (size_t) count * dtype->super.size, comm)) {
+        return m->prev_ireduce(sbuf, rbuf, count, dtype, op, root, comm, request,
+                               m->prev_ireduce_module);
+    }
+    return rc;
+}
+
+int mca_coll_offload_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                            struct ompi_communicator_t *comm, ompi_request_t **request,
+                            mca_coll_base_module_t *module)
+{
+    mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
+    int why;
+    int rc = bcast(m, comm, REQ_NONBLOCKING, buf, count, dtype, root, request, &why);
+    if (fell_back(why, OFL_KIND_NONBLOCKING, OFL_COLL_BCAST, (size_t) count * dtype->super.size,
+                  comm)) {
+        return m->prev_ibcast(buf, count, dtype, root, comm, request, m->prev_ibcast_module);
+    }
+    return rc;
+}
+
+int mca_coll_offload_ibarrier(struct ompi_communicator_t *comm, ompi_request_t **request,
+                              mca_coll_base_module_t *module)
+{
+    mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
+    int why;
+    int rc = barrier(m, comm, REQ_NONBLOCKING, request, &why);
+    if (fell_back(why, OFL_KIND_NONBLOCKING, OFL_COLL_BARRIER, 0, comm)) {
+        return m->prev_ibarrier(comm, request, m->prev_ibarrier_module);
+    }
+    return rc;
+}
+
+int mca_coll_offload_allreduce_init(const void *sbuf, void *rbuf, int count,
+                                    struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                    struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                    ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
+    int why;
+    int rc = reduction(m, comm, REQ_PERSISTENT, OFL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype,
+                       op, 0, request, &why);
+    if (fell_back(why, OFL_KIND_PERSISTENT, OFL_COLL_ALLREDUCE,
+                  (size_t) count * dtype->super.size, comm)) {
+        return m->prev_allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, request,
+                                      m->prev_allreduce_init_module);
+    }
+    return rc;
+}
+
+int mca_coll_offload_reduce_init(const void *sbuf, void *rbuf, int count,
+                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                                 struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                 ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
+    int why;
+    int rc = reduction(m, comm, REQ_PERSISTENT, OFL_COLL_REDUCE, sbuf, rbuf, count, dtype, op,
+                       root, request, &why);
+    if (fell_back(why, OFL_KIND_PERSISTENT, OFL_COLL_REDUCE,
+                  (size_t) count * dtype->super.size, comm)) {
+        return m->prev_reduce_init(sbuf, rbuf, count, dtype, op, root, comm, info, request,
+                                   m->prev_reduce_init_module);
+    }
+    return rc;
+}
+
+int mca_coll_offload_bcast_init(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                                struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
+    int why;
+    int rc = bcast(m, comm, REQ_PERSISTENT, buf, count, dtype, root, request, &why);
+    if (fell_back(why, OFL_KIND_PERSISTENT, OFL_COLL_BCAST, (size_t) count * dtype->super.size,
+                  comm)) {
+        return m->prev_bcast_init(buf, count, dtype, root, comm, info, request,
+                                  m->prev_bcast_init_module);
+    }
+    return rc;
+}
+
+int mca_coll_offload_barrier_init(struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                  ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
+    int why;
+    int rc = barrier(m, comm, REQ_PERSISTENT, request, &why);
+    if (fell_back(why, OFL_KIND_PERSISTENT, OFL_COLL_BARRIER, 0, comm)) {
+        return m->prev_barrier_init(comm, info, request, m->prev_barrier_init_module);
+    }
+    return rc;
+}
