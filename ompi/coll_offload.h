@@ -43,6 +43,7 @@ typedef struct {
     int spin;
     int agent;                          /* progress agent thread for nonblocking calls */
     int agent_bind;                     /* place it on a core no local rank uses */
+    double agent_nap;                   /* us between idle rounds; 0: sched_yield */
 } mca_coll_offload_params_t;
 
 /* How a collective was called: each kind has its own MPI_T counters. */

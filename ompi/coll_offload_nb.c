@@ -444,6 +444,11 @@ static int nb_activate(void)
         opal_progress_register(nb_progress);
         if (c->params.agent) {
             char why[256];
+            /* After a few idle rounds the agent naps between rounds instead of
+             * yielding, and asks for a slice as short as a nap. */
+            agent.yield_rounds = 16;
+            agent.nap_ns = (long) (c->params.agent_nap * 1000.0);
+            agent.slice_ns = agent.nap_ns;
             agent_set = choose_agent_set(why, sizeof(why));
             int err = ofl_agent_start(&agent, agent_started, agent_set);
             if (0 != err) {

@@ -86,6 +86,7 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
     p->spin = 2000;
     p->agent = 1;
     p->agent_bind = 1;
+    p->agent_nap = 0.0;
 
     reg_int(c, "priority",
             "Priority of coll/offload (tuned is 30: the default makes offload the first choice)",
@@ -161,6 +162,11 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
             "there is one, otherwise let it run on any core; 0: leave it where it started "
             "(inheriting the rank's binding)",
             OPAL_INFO_LVL_6, &p->agent_bind);
+    reg_double(c, "agent_nap",
+               "Microseconds the progress agent sleeps between rounds that found nothing to "
+               "do (after 16 such rounds that only yield the core); a sleeper that wakes is "
+               "scheduled ahead of a computing rank sharing its core. 0: only yield",
+               OPAL_INFO_LVL_6, &p->agent_nap);
     return OMPI_SUCCESS;
 }
 

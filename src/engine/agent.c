@@ -6,7 +6,12 @@
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 void ofl_agent_init(ofl_agent_t *agent)
 {
@@ -105,13 +110,56 @@ void ofl_agent_wake_(ofl_agent_t *agent)
     pthread_mutex_unlock(&agent->sleep_lock);
 }
 
+/* Ask for a short scheduler slice (EEVDF, Linux 6.12+): a waking task with a
+ * shorter slice preempts the running one at once. Older kernels ignore it. */
+static void request_slice(long slice_ns)
+{
+#ifdef SYS_sched_setattr
+    struct {
+        uint32_t size;
+        uint32_t sched_policy;
+        uint64_t sched_flags;
+        int32_t sched_nice;
+        uint32_t sched_priority;
+        uint64_t sched_runtime;
+        uint64_t sched_deadline;
+        uint64_t sched_period;
+    } attr;
+    memset(&attr, 0, sizeof(attr));
+    attr.size = sizeof(attr);
+    attr.sched_policy = SCHED_OTHER;
+    attr.sched_runtime = (uint64_t) slice_ns;
+    (void) syscall(SYS_sched_setattr, 0, &attr, 0);
+#else
+    (void) slice_ns;
+#endif
+}
+
+static void idle(ofl_agent_t *agent, unsigned *idle_rounds)
+{
+    if (agent->nap_ns <= 0 || ++*idle_rounds <= agent->yield_rounds) {
+        sched_yield();
+        return;
+    }
+    struct timespec ts = { agent->nap_ns / 1000000000L, agent->nap_ns % 1000000000L };
+    nanosleep(&ts, NULL);
+}
+
 static void *agent_main(void *arg)
 {
     ofl_agent_t *agent = arg;
     pthread_setname_np(pthread_self(), "ofl-agent");
+    if (agent->nap_ns > 0) {
+        /* Naps of microseconds, not the default 50 us of timer slack. */
+        prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+    }
+    if (agent->slice_ns > 0) {
+        request_slice(agent->slice_ns);
+    }
     if (NULL != agent->on_start) {
         agent->on_start(agent->on_start_ctx);
     }
+    unsigned idle_rounds = 0;
     for (;;) {
         if (0 == ofl_agent_pending(agent)) {
             pthread_mutex_lock(&agent->sleep_lock);
@@ -130,8 +178,10 @@ static void *agent_main(void *arg)
         atomic_fetch_add_explicit(&agent->rounds, 1, memory_order_relaxed);
         /* Cores are often shared with the ranks themselves: when nothing could
          * run, give the core to whoever the work is waiting for. */
-        if (ofl_agent_run(agent) <= 0) {
-            sched_yield();
+        if (ofl_agent_run(agent) > 0) {
+            idle_rounds = 0;
+        } else {
+            idle(agent, &idle_rounds);
         }
     }
     return NULL;

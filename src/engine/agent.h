@@ -48,6 +48,14 @@ typedef struct {
     int sleeping;                 /* under sleep_lock */
     int started;
     pthread_t thread;
+    /* Idle policy while work is pending but nothing can run: yield the CPU for
+     * `yield_rounds` rounds, then nap `nap_ns` between rounds (0: always
+     * yield). A napping thread that wakes is scheduled ahead of a computing
+     * one, so on cores shared with ranks the work still moves while they
+     * compute; a yielding one may wait for the end of their time slice. */
+    unsigned yield_rounds;
+    long nap_ns;
+    long slice_ns;                /* scheduler slice hint (Linux >= 6.12); 0: none */
     void (*on_start)(void *ctx);  /* run first inside the agent thread */
     void *on_start_ctx;
     atomic_ulong rounds;          /* rounds the agent ran (tests, diagnostics) */

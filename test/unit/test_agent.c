@@ -10,7 +10,9 @@
  *             concurrently; no item's callback is ever entered twice at once;
  *   remove    after ofl_agent_remove() returns the callback is never run again
  *             by the agent, even while work is still counted as pending;
- *   stop      fini joins a polling agent and a sleeping one.
+ *   stop      fini joins a polling agent and a sleeping one;
+ *   nap       with nap_ns set, an agent waiting on work it cannot advance naps
+ *             between rounds: it still finishes the work, using little CPU.
  */
 #include "engine/agent.h"
 #include "unit.h"
@@ -310,11 +312,63 @@ static void test_remove_and_stop(void)
     ofl_agent_fini(&a);
 }
 
+/* An item whose unit finishes only once a deadline has passed: until then
+ * every round finds nothing to do. */
+typedef struct {
+    ofl_agent_item_t item;
+    ofl_agent_t *agent;
+    double due;
+    atomic_int done;
+    atomic_long calls;
+} timer_t_;
+
+static int timer_progress(ofl_agent_item_t *item)
+{
+    timer_t_ *t = (timer_t_ *) item;
+    atomic_fetch_add(&t->calls, 1);
+    if (!atomic_load(&t->done) && now_s() >= t->due) {
+        atomic_store(&t->done, 1);
+        ofl_agent_done(t->agent, 1);
+        return 1;
+    }
+    return 0;
+}
+
+static void test_nap(void)
+{
+    ofl_agent_t a;
+    ofl_agent_init(&a);
+    a.yield_rounds = 4;
+    a.nap_ns = 200000;   /* 0.2 ms */
+    timer_t_ t;
+    memset(&t, 0, sizeof(t));
+    ofl_agent_item_init(&t.item, timer_progress);
+    t.agent = &a;
+    ofl_agent_add(&a, &t.item);
+    CHECK(0 == ofl_agent_start(&a, NULL, NULL), "start");
+    double c0 = cpu_s();
+    t.due = now_s() + 0.1;
+    ofl_agent_post(&a, 1);
+    double t0 = now_s();
+    while (!atomic_load(&t.done) && now_s() - t0 < 5.0) {
+        sleep_ms(1);
+    }
+    double used = cpu_s() - c0;
+    CHECK(atomic_load(&t.done), "napping agent finished the unit");
+    CHECK(used < 0.05, "napping agent used %.3f s of CPU over 0.1 s", used);
+    /* At most one round per nap (plus the yielding ones), not a busy poll. */
+    CHECK(atomic_load(&t.calls) < 1000, "napping agent polled %ld times in 0.1 s",
+          (long) atomic_load(&t.calls));
+    ofl_agent_remove(&a, &t.item);
+    ofl_agent_fini(&a);
+}
+
 int main(void)
 {
     test_lazy_and_work();
     test_sleep();
     test_exclusive();
     test_remove_and_stop();
+    test_nap();
     return unit_report("test_agent");
 }
