@@ -11,7 +11,9 @@
  * and maximum over the ranks.
  *
  * allreduce and reduce use MPI_FLOAT / MPI_SUM (count = bytes / 4), bcast uses
- * MPI_CHAR, and the root is rank 0.  barrier has no message and is reported once
+ * MPI_CHAR, and the root is rank 0. iallreduce times MPI_Iallreduce + MPI_Wait,
+ * pallreduce MPI_Start + MPI_Wait of a persistent allreduce (MPIX_Allreduce_init,
+ * made once per size outside the timing).  barrier has no message and is reported once
  * with bytes = 0.  After each timed loop the result of the last call is checked, so
  * a collective component that returns wrong data makes the program exit with an
  * error instead of silently reporting a latency.
@@ -22,6 +24,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <mpi.h>
+#include <mpi-ext.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,9 +40,16 @@
 #define ITERS_LARGE 100
 #define MAX_BYTES_LIMIT (1L << 30)
 
-enum coll_kind { COLL_ALLREDUCE, COLL_REDUCE, COLL_BCAST, COLL_BARRIER };
+enum coll_kind {
+    COLL_ALLREDUCE, COLL_REDUCE, COLL_BCAST, COLL_BARRIER, COLL_IALLREDUCE, COLL_PALLREDUCE
+};
 
-static const char *const coll_names[] = { "allreduce", "reduce", "bcast", "barrier" };
+static const char *const coll_names[] = {
+    "allreduce", "reduce", "bcast", "barrier", "iallreduce", "pallreduce"
+};
+
+/* The persistent allreduce of the current size (pallreduce). */
+static MPI_Request persistent = MPI_REQUEST_NULL;
 
 struct options {
     enum coll_kind coll;
@@ -58,8 +68,8 @@ struct buffers {
 static void usage(FILE *out, const char *prog)
 {
     fprintf(out,
-            "usage: %s -c allreduce|reduce|bcast|barrier [-m MIN:MAX] [-i ITERS]\n"
-            "          [-x WARMUP] [-f csv|text] [-h]\n"
+            "usage: %s -c allreduce|reduce|bcast|barrier|iallreduce|pallreduce\n"
+            "          [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-f csv|text] [-h]\n"
             "  -c COLL     collective to time (required)\n"
             "  -m MIN:MAX  message sizes in bytes, powers of two from MIN to MAX\n"
             "              (default %ld:%ld; \"MAX\" alone means %ld:MAX)\n"
@@ -207,7 +217,7 @@ static int parse_args(int argc, char **argv, struct options *opt, int verbose)
         return -1;
     }
     /* Reductions work on whole floats: start the sweep at one element. */
-    if ((opt->coll == COLL_ALLREDUCE || opt->coll == COLL_REDUCE)
+    if (opt->coll != COLL_BCAST && opt->coll != COLL_BARRIER
         && opt->min_bytes < (long)sizeof(float)) {
         opt->min_bytes = sizeof(float);
         if (opt->max_bytes < opt->min_bytes) {
@@ -268,9 +278,18 @@ static void prepare(const struct options *opt, struct buffers *b, long bytes, in
     switch (opt->coll) {
     case COLL_ALLREDUCE:
     case COLL_REDUCE:
+    case COLL_IALLREDUCE:
+    case COLL_PALLREDUCE:
         for (i = 0; i < count; i++) {
             b->send[i] = input_value(rank, i);
             b->recv[i] = -1.0f;
+        }
+        if (COLL_PALLREDUCE == opt->coll) {
+            if (MPI_REQUEST_NULL != persistent) {
+                MPI_Request_free(&persistent);
+            }
+            MPIX_Allreduce_init(b->send, b->recv, (int)count, MPI_FLOAT, MPI_SUM,
+                                MPI_COMM_WORLD, MPI_INFO_NULL, &persistent);
         }
         break;
     case COLL_BCAST:
@@ -296,6 +315,16 @@ static int run_once(const struct options *opt, struct buffers *b, long bytes)
         return MPI_Bcast(b->send, (int)bytes, MPI_CHAR, 0, MPI_COMM_WORLD);
     case COLL_BARRIER:
         return MPI_Barrier(MPI_COMM_WORLD);
+    case COLL_IALLREDUCE: {
+        MPI_Request req;
+        int rc = MPI_Iallreduce(b->send, b->recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                                &req);
+        return MPI_SUCCESS == rc ? MPI_Wait(&req, MPI_STATUS_IGNORE) : rc;
+    }
+    case COLL_PALLREDUCE: {
+        int rc = MPI_Start(&persistent);
+        return MPI_SUCCESS == rc ? MPI_Wait(&persistent, MPI_STATUS_IGNORE) : rc;
+    }
     }
     return MPI_ERR_OTHER;
 }
@@ -314,6 +343,8 @@ static long check(const struct options *opt, const struct buffers *b, long bytes
         }
         /* fall through */
     case COLL_ALLREDUCE:
+    case COLL_IALLREDUCE:
+    case COLL_PALLREDUCE:
         for (i = 0; i < count; i++) {
             float want = (float)(nranks * (nranks + 1) / 2 * (int)(i % 7 + 1));
             if (b->recv[i] != want) {
@@ -463,6 +494,9 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
 
+    if (MPI_REQUEST_NULL != persistent) {
+        MPI_Request_free(&persistent);
+    }
     free(all_lat);
     free(b.send);
     free(b.recv);

@@ -20,6 +20,12 @@ run during a quiet moment.  Results go to --out (default results/):
 A selection whose runs fail (e.g. mca_coll_offload.so is not installed yet) is reported
 and shown as "n/a"; the script exits nonzero only if no selection produced any data.
 
+--overlap measures nonblocking collectives instead (coll_overlap, next to coll_lat):
+the overlap of MPI_Iallreduce (8 B .. 1 MiB) and MPI_Ibarrier with computation, offload
+against libnbc (the "libnbc" selection: tuned + libnbc, which serves every nonblocking
+call there), plus the 8-byte latency of MPI_Allreduce, MPI_Iallreduce + MPI_Wait and a
+persistent allreduce (MPI_Start + MPI_Wait). It writes overlap.csv and overlap.md.
+
 Needs matplotlib for the chart: run it with /usr/bin/python3 on Debian (the table and
 CSV files are still written without it).
 """
@@ -42,12 +48,15 @@ FALLBACK = "libnbc,basic,self,inter"
 SELECTIONS = {
     "offload": ["--mca", "coll", "offload,tuned," + FALLBACK],
     "tuned": ["--mca", "coll", "tuned," + FALLBACK],
+    # The same components: named for what serves nonblocking calls there.
+    "libnbc": ["--mca", "coll", "tuned," + FALLBACK],
     "sm": ["--mca", "coll", "sm,tuned," + FALLBACK, "--mca", "coll_sm_priority", "100"],
 }
 # Fixed colours/markers so a selection looks the same in every subplot and every run.
 STYLE = {
     "offload": ("tab:red", "o"),
     "tuned": ("tab:blue", "s"),
+    "libnbc": ("tab:purple", "D"),
     "sm": ("tab:green", "^"),
 }
 SYSTEM_COMPONENT_DIR = "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3"
@@ -88,7 +97,16 @@ def parse_args(argv):
                    "mca_coll_offload.so) via OMPI_MCA_mca_base_component_path")
     p.add_argument("--timeout", type=float, default=300.0,
                    help="seconds before one mpirun is considered hung and killed")
+    p.add_argument("--overlap", action="store_true",
+                   help="measure nonblocking overlap (coll_overlap) and 8-byte blocking / "
+                   "nonblocking / persistent latency instead; --select defaults to "
+                   "offload,libnbc and --sizes to 8:1048576")
     a = p.parse_args(argv)
+    if a.overlap:
+        if "--select" not in " ".join(argv):
+            a.select = "offload,libnbc"
+        if "--sizes" not in " ".join(argv):
+            a.sizes = "8:1048576"
 
     try:
         a.np = [int(n) for n in a.np.split(",") if n.strip()]
@@ -118,6 +136,9 @@ def parse_args(argv):
     a.bin = os.path.abspath(a.bin)
     if not os.access(a.bin, os.X_OK):
         p.error("coll_lat not found at %s: build it (make -C bench) or pass --bin" % a.bin)
+    a.overlap_bin = os.path.join(os.path.dirname(a.bin), "coll_overlap")
+    if a.overlap and not os.access(a.overlap_bin, os.X_OK):
+        p.error("coll_overlap not found at %s: build it (make -C bench)" % a.overlap_bin)
     return a
 
 
@@ -141,14 +162,14 @@ def component_env(extra_dir):
     return env
 
 
-def mpirun_cmd(a, np, selection, tail):
+def mpirun_cmd(a, np, selection, tail, binary=None):
     cmd = [a.mpirun, "-np", str(np)]
     if os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
     # Harmless when np fits the cores (binding is unchanged), required when it does not.
     cmd.append("--oversubscribe")
     cmd += SELECTIONS[selection] + shlex.split(a.mpirun_args)
-    return cmd + [a.bin] + tail
+    return cmd + [binary or a.bin] + tail
 
 
 # ---------------------------------------------------------------------------------------
@@ -426,6 +447,126 @@ def make_chart(a, medians, path, stamp):
 
 # ---------------------------------------------------------------------------------------
 
+# ---------------------------------------------------------------------------------------
+# Overlap mode
+
+
+OVERLAP_COLLS = ("iallreduce", "ibarrier")
+LAT8_KINDS = ("allreduce", "iallreduce", "pallreduce")
+
+
+def parse_overlap_rows(coll, text):
+    """coll_overlap CSV rows: (bytes, pure, compute, total, overlap%, iters)."""
+    rows = []
+    for line in text.splitlines():
+        f = line.strip().split(",")
+        if len(f) != 7 or f[0] != coll:
+            continue
+        try:
+            rows.append((int(f[1]), float(f[2]), float(f[3]), float(f[4]), float(f[5]),
+                         int(f[6])))
+        except ValueError:
+            continue
+    return rows
+
+
+def run_overlap(a, env):
+    """Interleaved runs of coll_overlap and 8-byte coll_lat; returns the markdown."""
+    ovl = {}   # (np, sel, coll) -> {bytes: [(pure, compute, total, overlap)]}
+    lat = {}   # (np, sel, kind) -> [us]
+    raw = []
+    notes = {}
+    for np in a.np:
+        for rep in range(1, a.repeat + 1):
+            for coll in OVERLAP_COLLS:
+                for s in a.select:
+                    if (np, s, coll) in notes:
+                        continue
+                    tail = ["-c", coll, "-m", a.sizes, "-f", "csv"]
+                    res = run(mpirun_cmd(a, np, s, tail, a.overlap_bin), env, a.timeout)
+                    rows = parse_overlap_rows(coll, res.out)
+                    for b, pure, comp, tot, o, iters in rows:
+                        ovl.setdefault((np, s, coll), {}).setdefault(b, []).append(
+                            (pure, comp, tot, o))
+                        raw.append([np, s, rep, coll, b, pure, comp, tot, o, iters])
+                    status = "%d sizes" % len(rows)
+                    if not res.ok or not rows:
+                        why = diagnose(res, a.timeout) if not res.ok else "no output rows"
+                        notes[(np, s, coll)] = "run %d failed (%s)" % (rep, why)
+                        status = "FAILED: " + why
+                    log("np=%d run %d/%d %-10s %-8s %6.1f s  %s"
+                        % (np, rep, a.repeat, coll, s, res.seconds, status))
+            for kind in LAT8_KINDS:
+                for s in a.select:
+                    tail = ["-c", kind, "-m", "8:8", "-f", "csv", "-i", "20000"]
+                    res = run(mpirun_cmd(a, np, s, tail), env, a.timeout)
+                    rows = parse_rows(kind, res.out)
+                    if res.ok and rows:
+                        lat.setdefault((np, s, kind), []).append(rows[0][1])
+                        raw.append([np, s, rep, kind, 8, rows[0][1], "", "", "", rows[0][4]])
+                    log("np=%d run %d/%d %-10s %-8s %6.1f s  %s"
+                        % (np, rep, a.repeat, kind + " 8B", s, res.seconds,
+                           "ok" if res.ok and rows else "FAILED"))
+
+    def med(vals, i):
+        return statistics.median(v[i] for v in vals)
+
+    out = []
+    for np in a.np:
+        if len(a.np) > 1:
+            out.append("## np = %d\n" % np)
+        for coll in OVERLAP_COLLS:
+            sizes = sorted({b for s in a.select for b in ovl.get((np, s, coll), {})})
+            header = ["bytes"] + ["%s overlap %%" % s for s in a.select]
+            header += ["%s pure (µs)" % s for s in a.select]
+            rows = []
+            for b in sizes:
+                row = [str(b)]
+                for i in (3, 0):
+                    for s in a.select:
+                        vals = ovl.get((np, s, coll), {}).get(b)
+                        row.append(("%.0f" if i == 3 else "%.2f") % med(vals, i) if vals
+                                   else "n/a")
+                rows.append(row)
+            if not rows:
+                rows = [["n/a"] * len(header)]
+            out.append("### MPI_%s overlap with computation (np = %d)\n"
+                       % (coll.capitalize(), np))
+            out.append(markdown_table(header, rows, ["r"] * len(header)))
+            for s in a.select:
+                if (np, s, coll) in notes:
+                    out.append("\n*%s: %s*" % (s, notes[(np, s, coll)]))
+            out.append("")
+        header = ["selection", "MPI_Allreduce (µs)", "MPI_Iallreduce + Wait (µs)",
+                  "persistent Start + Wait (µs)"]
+        rows = []
+        for s in a.select:
+            rows.append([s] + [fmt_us(statistics.median(lat[(np, s, k)]))
+                               if lat.get((np, s, k)) else "n/a" for k in LAT8_KINDS])
+        out.append("### 8-byte allreduce: blocking, nonblocking, persistent (np = %d)\n" % np)
+        out.append(markdown_table(header, rows, ["l", "r", "r", "r"]))
+        out.append("")
+
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "overlap.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["np", "selection", "run", "coll", "bytes", "pure_us", "compute_us",
+                    "total_us", "overlap_pct", "iters"])
+        w.writerows(raw)
+    head = ["# Nonblocking overlap: %s" % " vs ".join(a.select), ""]
+    head.append("%s, Open MPI %s, %s of `coll_overlap` (overlap %% = 100 (1 - (total - "
+                "compute) / pure), clamped to 0..100) and of 8-byte `coll_lat`."
+                % (platform.node(), ompi_version(a.mpirun),
+                   runs_text(a.repeat, interleaved=True)))
+    head.append("")
+    for s in a.select:
+        head.append("- `%s`: `%s`" % (s, " ".join(SELECTIONS[s])))
+    head.append("")
+    markdown = "\n".join(head) + "\n" + "\n".join(out)
+    with open(os.path.join(a.out, "overlap.md"), "w") as f:
+        f.write(markdown)
+    return markdown, bool(ovl)
+
 
 def ompi_version(mpirun):
     try:
@@ -441,6 +582,12 @@ def main(argv):
     a = parse_args(argv)
     env = component_env(a.env_component_path)
     t_start = time.monotonic()
+    if a.overlap:
+        markdown, have = run_overlap(a, env)
+        print(markdown)
+        log("wrote %s/overlap.csv, overlap.md" % a.out)
+        log("total runtime %.1f s" % (time.monotonic() - t_start))
+        return 0 if have else 1
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     tail = ["-m", a.sizes, "-f", "csv"]
     if a.iters is not None:
