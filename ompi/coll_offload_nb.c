@@ -446,7 +446,7 @@ static int nb_activate(void)
             char why[256];
             /* After a few idle rounds the agent naps between rounds instead of
              * yielding, and asks for a slice as short as a nap. */
-            agent.yield_rounds = 16;
+            agent.yield_rounds = 0;
             agent.nap_ns = (long) (c->params.agent_nap * 1000.0);
             agent.slice_ns = agent.nap_ns;
             agent_set = choose_agent_set(why, sizeof(why));
@@ -504,7 +504,14 @@ static void post(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r,
         r->next = top;
     } while (!__atomic_compare_exchange_n(&m->incoming, &top, r, 1, __ATOMIC_RELEASE,
                                           __ATOMIC_RELAXED));
-    ofl_agent_post(&agent, 1);
+    ofl_agent_count_in(&agent, 1);
+    /* Fire here what can fire now (a leaf's first puts): it need not wait for
+     * the agent to be scheduled, and a call that completes at once never wakes
+     * it. A blocking call is driven by its caller anyway. */
+    ofl_agent_item_try(&m->item);
+    if (REQ_BLOCKING != r->kind && !__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) {
+        ofl_agent_wake(&agent);
+    }
 }
 
 static int req_free(ompi_request_t **rptr);
@@ -834,6 +841,10 @@ void mca_coll_offload_nb_close(void)
     if (!__atomic_load_n(&nb_active, __ATOMIC_ACQUIRE)) {
         return;
     }
+    opal_output_verbose(1, mca_coll_offload_component.output,
+                        "coll:offload: progress agent: %lu rounds, %lu sleeps",
+                        (unsigned long) atomic_load(&agent.rounds),
+                        (unsigned long) atomic_load(&agent.sleeps));
     ofl_agent_fini(&agent);
     opal_progress_unregister(nb_progress);
     /* Complete what finished after the application's last MPI call. */

@@ -23,6 +23,9 @@ void ofl_agent_init(ofl_agent_t *agent)
     atomic_init(&agent->stop, 0);
     atomic_init(&agent->rounds, 0);
     atomic_init(&agent->sleeps, 0);
+    atomic_init(&agent->sleeping, 0);
+    atomic_init(&agent->host_rounds, 0);
+    agent->backoff_ns = 50000;
 }
 
 void ofl_agent_item_init(ofl_agent_item_t *item, ofl_agent_progress_fn progress)
@@ -84,7 +87,7 @@ void ofl_agent_remove(ofl_agent_t *agent, ofl_agent_item_t *item)
     pthread_mutex_unlock(&agent->list_lock);
 }
 
-int ofl_agent_run(ofl_agent_t *agent)
+static int run_round(ofl_agent_t *agent)
 {
     /* Two threads walking the list would only fight over the items' executor
      * locks: whoever comes second lets the first one do the round. */
@@ -99,12 +102,18 @@ int ofl_agent_run(ofl_agent_t *agent)
     return worked;
 }
 
+int ofl_agent_run(ofl_agent_t *agent)
+{
+    atomic_fetch_add_explicit(&agent->host_rounds, 1, memory_order_relaxed);
+    return run_round(agent);
+}
+
 void ofl_agent_wake_(ofl_agent_t *agent)
 {
-    /* The agent re-checks `pending` under sleep_lock before it waits, and we
-     * raised it before taking the lock: the signal cannot be lost. */
+    /* Taking the lock waits for an agent between publishing `sleeping` and
+     * waiting, so the signal cannot come too early. */
     pthread_mutex_lock(&agent->sleep_lock);
-    if (agent->sleeping) {
+    if (atomic_load(&agent->sleeping)) {
         pthread_cond_signal(&agent->wake);
     }
     pthread_mutex_unlock(&agent->sleep_lock);
@@ -135,14 +144,19 @@ static void request_slice(long slice_ns)
 #endif
 }
 
+static void nap(long ns)
+{
+    struct timespec ts = { ns / 1000000000L, ns % 1000000000L };
+    nanosleep(&ts, NULL);
+}
+
 static void idle(ofl_agent_t *agent, unsigned *idle_rounds)
 {
     if (agent->nap_ns <= 0 || ++*idle_rounds <= agent->yield_rounds) {
         sched_yield();
         return;
     }
-    struct timespec ts = { agent->nap_ns / 1000000000L, agent->nap_ns % 1000000000L };
-    nanosleep(&ts, NULL);
+    nap(agent->nap_ns);
 }
 
 static void *agent_main(void *arg)
@@ -160,25 +174,37 @@ static void *agent_main(void *arg)
         agent->on_start(agent->on_start_ctx);
     }
     unsigned idle_rounds = 0;
+    unsigned long host_seen = atomic_load(&agent->host_rounds);
     for (;;) {
         if (0 == ofl_agent_pending(agent)) {
             pthread_mutex_lock(&agent->sleep_lock);
-            while (0 == ofl_agent_pending(agent)
-                   && !atomic_load_explicit(&agent->stop, memory_order_acquire)) {
-                agent->sleeping = 1;
+            while (!atomic_load_explicit(&agent->stop, memory_order_acquire)) {
+                atomic_store(&agent->sleeping, 1);
+                if (0 != atomic_load(&agent->pending)) {
+                    break;
+                }
                 atomic_fetch_add_explicit(&agent->sleeps, 1, memory_order_relaxed);
                 pthread_cond_wait(&agent->wake, &agent->sleep_lock);
-                agent->sleeping = 0;
             }
+            atomic_store(&agent->sleeping, 0);
             pthread_mutex_unlock(&agent->sleep_lock);
         }
         if (atomic_load_explicit(&agent->stop, memory_order_acquire)) {
             break;
         }
+        /* An application thread inside MPI runs rounds itself: do not compete
+         * with it for the items and (often shared) cores until it stops. */
+        unsigned long host = atomic_load_explicit(&agent->host_rounds, memory_order_relaxed);
+        if (host != host_seen) {
+            host_seen = host;
+            idle_rounds = 0;
+            nap(agent->backoff_ns);
+            continue;
+        }
         atomic_fetch_add_explicit(&agent->rounds, 1, memory_order_relaxed);
         /* Cores are often shared with the ranks themselves: when nothing could
          * run, give the core to whoever the work is waiting for. */
-        if (ofl_agent_run(agent) > 0) {
+        if (run_round(agent) > 0) {
             idle_rounds = 0;
         } else {
             idle(agent, &idle_rounds);

@@ -45,7 +45,13 @@ typedef struct {
     pthread_cond_t wake;
     atomic_long pending;          /* units of work posted and not yet done */
     atomic_int stop;
-    int sleeping;                 /* under sleep_lock */
+    atomic_int sleeping;          /* written under sleep_lock, read by posters */
+    /* Rounds run by application threads (ofl_agent_run). While they keep
+     * coming, an application thread is inside MPI driving the work itself, and
+     * the agent steps back (naps `backoff_ns`) instead of competing for the
+     * items and the cores. */
+    atomic_ulong host_rounds;
+    long backoff_ns;
     int started;
     pthread_t thread;
     /* Idle policy while work is pending but nothing can run: yield the CPU for
@@ -107,15 +113,30 @@ void ofl_agent_item_lock(ofl_agent_item_t *item);
  * 0 when the item was busy. */
 int ofl_agent_item_try(ofl_agent_item_t *item);
 
-/* Internal to ofl_agent_post: signal the agent if it sleeps. */
+/* Internal to ofl_agent_wake: signal the agent under its lock. */
 void ofl_agent_wake_(ofl_agent_t *agent);
 
-/* Count `n` units of work in; the first one wakes a sleeping agent. */
-static inline void ofl_agent_post(ofl_agent_t *agent, long n)
+/* Count `n` units of work in, without waking the agent (yet). */
+static inline void ofl_agent_count_in(ofl_agent_t *agent, long n)
 {
-    if (0 == atomic_fetch_add_explicit(&agent->pending, n, memory_order_acq_rel)) {
+    atomic_fetch_add_explicit(&agent->pending, n, memory_order_seq_cst);
+}
+
+/* Wake the agent if it sleeps. With ofl_agent_count_in before it, no wake-up
+ * is lost: the agent publishes `sleeping` before it checks `pending` (both
+ * sequentially consistent), so one of the two sees the other. */
+static inline void ofl_agent_wake(ofl_agent_t *agent)
+{
+    if (atomic_load_explicit(&agent->sleeping, memory_order_seq_cst)) {
         ofl_agent_wake_(agent);
     }
+}
+
+/* Count `n` units of work in and wake a sleeping agent. */
+static inline void ofl_agent_post(ofl_agent_t *agent, long n)
+{
+    ofl_agent_count_in(agent, n);
+    ofl_agent_wake(agent);
 }
 
 /* Count `n` units of work out (whoever finished them). */
@@ -129,10 +150,10 @@ static inline long ofl_agent_pending(ofl_agent_t *agent)
     return atomic_load_explicit(&agent->pending, memory_order_acquire);
 }
 
-/* One round over every registered item from the calling thread (an application
- * thread inside an MPI call, or the agent itself). Skips the round (returns 0)
- * when another thread is running one; otherwise the sum of the callbacks'
- * results. */
+/* One round over every registered item from an application thread (inside an
+ * MPI call). Skips the round (returns 0) when another thread is running one;
+ * otherwise the sum of the callbacks' results. Either way it tells the agent
+ * that an application thread is driving progress. */
 int ofl_agent_run(ofl_agent_t *agent);
 
 #endif
