@@ -444,8 +444,10 @@ static int nb_activate(void)
         opal_progress_register(nb_progress);
         if (c->params.agent) {
             char why[256];
-            /* After a few idle rounds the agent naps between rounds instead of
-             * yielding, and asks for a slice as short as a nap. */
+            /* With coll_offload_agent_nap the agent naps between idle rounds
+             * instead of yielding (from the first one: a yield can cost a whole
+             * time slice of a rank computing on the same core), and asks for a
+             * scheduler slice as short as a nap. */
             agent.yield_rounds = 0;
             agent.nap_ns = (long) (c->params.agent_nap * 1000.0);
             agent.slice_ns = agent.nap_ns;

@@ -164,8 +164,9 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
             OPAL_INFO_LVL_6, &p->agent_bind);
     reg_double(c, "agent_nap",
                "Microseconds the progress agent sleeps between rounds that found nothing to "
-               "do (after 16 such rounds that only yield the core); a sleeper that wakes is "
-               "scheduled ahead of a computing rank sharing its core. 0: only yield",
+               "do, instead of yielding its core (a sleeper that wakes is scheduled ahead of "
+               "a computing rank sharing the core; a yielder may wait for its time slice). "
+               "0: yield",
                OPAL_INFO_LVL_6, &p->agent_nap);
     return OMPI_SUCCESS;
 }
