@@ -24,8 +24,8 @@ void ofl_agent_init(ofl_agent_t *agent)
     atomic_init(&agent->rounds, 0);
     atomic_init(&agent->sleeps, 0);
     atomic_init(&agent->sleeping, 0);
-    atomic_init(&agent->host_rounds, 0);
-    agent->backoff_ns = 50000;
+    atomic_init(&agent->host_round_ns, 0);
+    agent->backoff_ns = 20000;
 }
 
 void ofl_agent_item_init(ofl_agent_item_t *item, ofl_agent_progress_fn progress)
@@ -87,10 +87,10 @@ void ofl_agent_remove(ofl_agent_t *agent, ofl_agent_item_t *item)
     pthread_mutex_unlock(&agent->list_lock);
 }
 
+/* The agent's round. While an application thread runs one it does the work,
+ * so the agent skips rather than waits. */
 static int run_round(ofl_agent_t *agent)
 {
-    /* Two threads walking the list would only fight over the items' executor
-     * locks: whoever comes second lets the first one do the round. */
     if (0 != pthread_mutex_trylock(&agent->list_lock)) {
         return 0;
     }
@@ -102,10 +102,26 @@ static int run_round(ofl_agent_t *agent)
     return worked;
 }
 
+static long long mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long) ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 int ofl_agent_run(ofl_agent_t *agent)
 {
-    atomic_fetch_add_explicit(&agent->host_rounds, 1, memory_order_relaxed);
-    return run_round(agent);
+    atomic_store_explicit(&agent->host_round_ns, mono_ns(), memory_order_relaxed);
+    /* Wait for a round in progress rather than skip it: on shared cores the
+     * agent may have been preempted in the middle of it (by this very thread),
+     * and spinning here would only keep it off the core. */
+    pthread_mutex_lock(&agent->list_lock);
+    int worked = 0;
+    for (ofl_agent_item_t *item = agent->head; NULL != item; item = item->next) {
+        worked += ofl_agent_item_try(item);
+    }
+    pthread_mutex_unlock(&agent->list_lock);
+    return worked;
 }
 
 void ofl_agent_wake_(ofl_agent_t *agent)
@@ -174,7 +190,6 @@ static void *agent_main(void *arg)
         agent->on_start(agent->on_start_ctx);
     }
     unsigned idle_rounds = 0;
-    unsigned long host_seen = atomic_load(&agent->host_rounds);
     for (;;) {
         if (0 == ofl_agent_pending(agent)) {
             pthread_mutex_lock(&agent->sleep_lock);
@@ -194,9 +209,8 @@ static void *agent_main(void *arg)
         }
         /* An application thread inside MPI runs rounds itself: do not compete
          * with it for the items and (often shared) cores until it stops. */
-        unsigned long host = atomic_load_explicit(&agent->host_rounds, memory_order_relaxed);
-        if (host != host_seen) {
-            host_seen = host;
+        long long host = atomic_load_explicit(&agent->host_round_ns, memory_order_relaxed);
+        if (agent->backoff_ns > 0 && mono_ns() - host < agent->backoff_ns) {
             idle_rounds = 0;
             nap(agent->backoff_ns);
             continue;

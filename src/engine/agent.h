@@ -46,11 +46,12 @@ typedef struct {
     atomic_long pending;          /* units of work posted and not yet done */
     atomic_int stop;
     atomic_int sleeping;          /* written under sleep_lock, read by posters */
-    /* Rounds run by application threads (ofl_agent_run). While they keep
-     * coming, an application thread is inside MPI driving the work itself, and
-     * the agent steps back (naps `backoff_ns`) instead of competing for the
-     * items and the cores. */
-    atomic_ulong host_rounds;
+    /* When an application thread last ran a round (ofl_agent_run), in ns of
+     * CLOCK_MONOTONIC. Within `backoff_ns` of that, an application thread is
+     * inside MPI driving the work itself, and the agent steps back (naps
+     * `backoff_ns`) instead of competing for the items and the cores; it
+     * resumes as soon as the application leaves MPI to compute. */
+    atomic_llong host_round_ns;
     long backoff_ns;
     int started;
     pthread_t thread;
@@ -151,9 +152,11 @@ static inline long ofl_agent_pending(ofl_agent_t *agent)
 }
 
 /* One round over every registered item from an application thread (inside an
- * MPI call). Skips the round (returns 0) when another thread is running one;
- * otherwise the sum of the callbacks' results. Either way it tells the agent
- * that an application thread is driving progress. */
+ * MPI call): the sum of the callbacks' results (an item busy in another thread
+ * counts 0). If the agent is in the middle of a round, this waits for it to end
+ * instead of spinning: on a core shared with the agent, spinning would keep a
+ * preempted agent, and the items it holds, off the core. It also tells the
+ * agent that an application thread is driving progress. */
 int ofl_agent_run(ofl_agent_t *agent);
 
 #endif
