@@ -2,7 +2,7 @@
  * coll_overlap: how much of a nonblocking collective hides behind computation.
  *
  *   coll_overlap -c iallreduce|ibarrier [-m MIN:MAX] [-i ITERS] [-x WARMUP]
- *                [-f csv|text] [-h]
+ *                [-w busy|sleep] [-f csv|text] [-h]
  *
  * The usual recipe (as in the OSU nonblocking benchmarks), per message size:
  *   t_pure     average time of post + MPI_Wait, nothing in between;
@@ -11,6 +11,14 @@
  *   t_total    average time of post + the same busy loop + MPI_Wait;
  *   overlap    100 * (1 - (t_total - t_compute) / t_pure), clamped to [0, 100]:
  *              100 means the whole collective ran while the host computed.
+ * For iallreduce a fourth number, nohost_us: the median time from the post until
+ * the result is complete in the receive buffer while the host computes and makes
+ * no MPI call at all (it only looks at the buffer); -1 when that did not happen
+ * within 100 t_pure + 2 ms, i.e. the operation needs the host to progress.
+ * With -w sleep the host sleeps (nanosleep) instead of computing: work that
+ * leaves the core free (waiting for I/O or an accelerator), or a machine with
+ * cores to spare; on cores fully used by ranks only the busy loop shows what a
+ * progress thread costs them.
  * Each quantity is averaged over the ranks (gathered with MPI_Gather, so the
  * statistics do not use the reduction under test). iallreduce sums floats
  * (count = bytes / 4) and the last result is checked; ibarrier has no size.
@@ -21,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 enum coll_kind { C_IALLREDUCE, C_IBARRIER };
@@ -33,6 +43,7 @@ struct options {
     int iters;      /* -1: by size */
     int warmup;     /* -1: a tenth of iters */
     int csv;
+    int sleep;      /* -w sleep: the host sleeps instead of computing */
 };
 
 static volatile double sink;
@@ -64,8 +75,15 @@ static void calibrate(void)
     }
 }
 
+static int host_sleeps;
+
 static void compute_us(double us)
 {
+    if (host_sleeps) {
+        struct timespec ts = { (time_t) (us / 1e6), (long) (us * 1000.0) % 1000000000L };
+        nanosleep(&ts, NULL);
+        return;
+    }
     busy((long) (us * loops_per_us));
 }
 
@@ -78,7 +96,9 @@ static void usage(FILE *out, const char *prog)
             "  -i ITERS    timed iterations per size and phase (default 2000 below 8 KiB,\n"
             "              500 up to 128 KiB, 100 above)\n"
             "  -x WARMUP   untimed iterations per size (default ITERS / 10)\n"
-            "  -f FORMAT   csv: 'coll,bytes,pure_us,compute_us,total_us,overlap_pct,iters'\n",
+            "  -w WORK     busy (default): a calibrated busy loop; sleep: nanosleep\n"
+            "  -f FORMAT   csv: 'coll,bytes,pure_us,compute_us,total_us,overlap_pct,iters,"
+            "nohost_us'\n",
             prog);
 }
 
@@ -90,8 +110,9 @@ static int parse_args(int argc, char **argv, struct options *o, int verbose)
     o->iters = -1;
     o->warmup = -1;
     o->csv = 0;
+    o->sleep = 0;
     opterr = verbose;
-    while ((c = getopt(argc, argv, "c:m:i:x:f:h")) != -1) {
+    while ((c = getopt(argc, argv, "c:m:i:x:f:w:h")) != -1) {
         switch (c) {
         case 'c':
             if (0 == strcmp(optarg, names[C_IALLREDUCE])) {
@@ -134,6 +155,13 @@ static int parse_args(int argc, char **argv, struct options *o, int verbose)
         case 'x':
             o->warmup = atoi(optarg);
             if (o->warmup < 0) {
+                return -1;
+            }
+            break;
+        case 'w':
+            if (0 == strcmp(optarg, "sleep")) {
+                o->sleep = 1;
+            } else if (0 != strcmp(optarg, "busy")) {
                 return -1;
             }
             break;
@@ -191,6 +219,53 @@ static double phase(const struct options *o, float *send, float *recv, int count
     return (MPI_Wtime() - t0) * 1e6 / iters;
 }
 
+/* Median time until the result is in place with no MPI call (see above). */
+static double nohost(float *send, float *recv, int count, int iters, double pure, int size)
+{
+    enum { MAXS = 200 };
+    double t[MAXS];
+    int n = iters < MAXS ? iters : MAXS, missed = 0;
+    double limit = (100.0 * pure + 2000.0) * 1e-6;
+    float want0 = (float) (size * (size + 1) / 2);
+    for (int k = 0; k < n; k++) {
+        for (int i = 0; i < count; i++) {
+            recv[i] = -1.0f;
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Request req;
+        double t0 = MPI_Wtime(), d;
+        MPI_Iallreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
+        int done;
+        do {
+            busy(200);
+            d = MPI_Wtime() - t0;
+            /* one element per 4 KiB: every segment has at least one */
+            done = 1;
+            for (int i = 0; i < count && done; i += 1024) {
+                done = ((volatile float *) recv)[i] == want0 * (float) (i % 5 + 1);
+            }
+            done = done && ((volatile float *) recv)[count - 1]
+                               == want0 * (float) ((count - 1) % 5 + 1);
+        } while (!done && d < limit);
+        t[k] = done ? d * 1e6 : -1.0;
+        missed += !done;
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+    }
+    if (missed > n / 2) {
+        return -1.0;
+    }
+    for (int i = 1; i < n; i++) {   /* insertion sort; misses count as longest */
+        double v = t[i] < 0 ? 1e30 : t[i];
+        int j = i - 1;
+        while (j >= 0 && (t[j] < 0 ? 1e30 : t[j]) > v) {
+            t[j + 1] = t[j];
+            j--;
+        }
+        t[j + 1] = t[i] < 0 && v == 1e30 ? -1.0 : v;
+    }
+    return t[n / 2];
+}
+
 static double average(double v, int rank, int size)
 {
     double *all = 0 == rank ? malloc(sizeof(double) * (size_t) size) : NULL;
@@ -224,6 +299,11 @@ int main(int argc, char **argv)
         return rc > 0 ? EXIT_SUCCESS : EXIT_FAILURE;
     }
     calibrate();
+    host_sleeps = o.sleep;
+    if (host_sleeps) {
+        /* Sleeps of microseconds, not the default 50 us of timer slack. */
+        prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+    }
     long alloc = C_IBARRIER == o.coll ? 4 : o.max_bytes;
     float *send = malloc((size_t) alloc), *recv = malloc((size_t) alloc);
     memset(recv, 0, (size_t) alloc);
@@ -234,11 +314,12 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
     if (0 == rank) {
         if (o.csv) {
-            printf("coll,bytes,pure_us,compute_us,total_us,overlap_pct,iters\n");
+            printf("coll,bytes,pure_us,compute_us,total_us,overlap_pct,iters,nohost_us\n");
         } else {
-            printf("# coll_overlap: MPI_%s, %d ranks\n", names[o.coll], size);
-            printf("%-11s %10s %10s %11s %10s %9s %7s\n", "# coll", "bytes", "pure_us",
-                   "compute_us", "total_us", "overlap%", "iters");
+            printf("# coll_overlap: MPI_%s, %d ranks, host %s\n", names[o.coll], size,
+                   o.sleep ? "sleeps" : "computes");
+            printf("%-11s %10s %10s %11s %10s %9s %7s %10s\n", "# coll", "bytes", "pure_us",
+                   "compute_us", "total_us", "overlap%", "iters", "nohost_us");
         }
         fflush(stdout);
     }
@@ -273,16 +354,24 @@ int main(int argc, char **argv)
                 break;
             }
         }
+        double alone = -1.0;
+        if (C_IALLREDUCE == o.coll && !o.sleep) {
+            /* the worst rank decides: a rank whose result never came counts */
+            double mine = nohost(send, recv, count, iters, pure, size);
+            double worst = mine < 0 ? 1e30 : mine;
+            MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+            alone = worst >= 1e30 ? -1.0 : worst;
+        }
         double overlap = pure > 0 ? 100.0 * (1.0 - (total - comp) / pure) : 0.0;
         overlap = overlap < 0 ? 0 : overlap > 100 ? 100 : overlap;
         if (0 == rank) {
             long shown = C_IBARRIER == o.coll ? 0 : bytes;
             if (o.csv) {
-                printf("%s,%ld,%.3f,%.3f,%.3f,%.1f,%d\n", names[o.coll], shown, pure, comp,
-                       total, overlap, iters);
+                printf("%s,%ld,%.3f,%.3f,%.3f,%.1f,%d,%.1f\n", names[o.coll], shown, pure, comp,
+                       total, overlap, iters, alone);
             } else {
-                printf("%-11s %10ld %10.2f %11.2f %10.2f %9.1f %7d\n", names[o.coll], shown,
-                       pure, comp, total, overlap, iters);
+                printf("%-11s %10ld %10.2f %11.2f %10.2f %9.1f %7d %10.1f\n", names[o.coll],
+                       shown, pure, comp, total, overlap, iters, alone);
             }
             fflush(stdout);
         }

@@ -21,10 +21,12 @@ A selection whose runs fail (e.g. mca_coll_offload.so is not installed yet) is r
 and shown as "n/a"; the script exits nonzero only if no selection produced any data.
 
 --overlap measures nonblocking collectives instead (coll_overlap, next to coll_lat):
-the overlap of MPI_Iallreduce (8 B .. 1 MiB) and MPI_Ibarrier with computation, offload
-against libnbc (the "libnbc" selection: tuned + libnbc, which serves every nonblocking
-call there), plus the 8-byte latency of MPI_Allreduce, MPI_Iallreduce + MPI_Wait and a
-persistent allreduce (MPI_Start + MPI_Wait). It writes overlap.csv and overlap.md.
+the overlap of MPI_Iallreduce (8 B .. 1 MiB) and MPI_Ibarrier with computation (and, for
+MPI_Iallreduce, with a host that sleeps instead, and the time until the result is in
+place while the host makes no MPI call), offload against libnbc (the "libnbc"
+selection: tuned + libnbc, which serves every nonblocking call there), plus the 8-byte
+latency of MPI_Allreduce, MPI_Iallreduce + MPI_Wait and a persistent allreduce
+(MPI_Start + MPI_Wait). It writes overlap.csv and overlap.md.
 
 Needs matplotlib for the chart: run it with /usr/bin/python3 on Debian (the table and
 CSV files are still written without it).
@@ -456,15 +458,15 @@ LAT8_KINDS = ("allreduce", "iallreduce", "pallreduce")
 
 
 def parse_overlap_rows(coll, text):
-    """coll_overlap CSV rows: (bytes, pure, compute, total, overlap%, iters)."""
+    """coll_overlap CSV rows: (bytes, pure, compute, total, overlap%, iters, nohost)."""
     rows = []
     for line in text.splitlines():
         f = line.strip().split(",")
-        if len(f) != 7 or f[0] != coll:
+        if len(f) != 8 or f[0] != coll:
             continue
         try:
             rows.append((int(f[1]), float(f[2]), float(f[3]), float(f[4]), float(f[5]),
-                         int(f[6])))
+                         int(f[6]), float(f[7])))
         except ValueError:
             continue
     return rows
@@ -472,23 +474,26 @@ def parse_overlap_rows(coll, text):
 
 def run_overlap(a, env):
     """Interleaved runs of coll_overlap and 8-byte coll_lat; returns the markdown."""
-    ovl = {}   # (np, sel, coll) -> {bytes: [(pure, compute, total, overlap)]}
+    ovl = {}   # (np, sel, coll) -> {bytes: [(pure, compute, total, overlap, nohost)]}
     lat = {}   # (np, sel, kind) -> [us]
     raw = []
     notes = {}
     for np in a.np:
         for rep in range(1, a.repeat + 1):
-            for coll in OVERLAP_COLLS:
+            for coll in OVERLAP_COLLS + ("iallreduce-sleep",):
                 for s in a.select:
                     if (np, s, coll) in notes:
                         continue
-                    tail = ["-c", coll, "-m", a.sizes, "-f", "csv"]
+                    name = coll.split("-")[0]
+                    tail = ["-c", name, "-m", a.sizes, "-f", "csv"]
+                    if coll.endswith("-sleep"):
+                        tail += ["-w", "sleep"]
                     res = run(mpirun_cmd(a, np, s, tail, a.overlap_bin), env, a.timeout)
-                    rows = parse_overlap_rows(coll, res.out)
-                    for b, pure, comp, tot, o, iters in rows:
+                    rows = parse_overlap_rows(name, res.out)
+                    for b, pure, comp, tot, o, iters, alone in rows:
                         ovl.setdefault((np, s, coll), {}).setdefault(b, []).append(
-                            (pure, comp, tot, o))
-                        raw.append([np, s, rep, coll, b, pure, comp, tot, o, iters])
+                            (pure, comp, tot, o, alone))
+                        raw.append([np, s, rep, coll, b, pure, comp, tot, o, iters, alone])
                     status = "%d sizes" % len(rows)
                     if not res.ok or not rows:
                         why = diagnose(res, a.timeout) if not res.ok else "no output rows"
@@ -503,7 +508,8 @@ def run_overlap(a, env):
                     rows = parse_rows(kind, res.out)
                     if res.ok and rows:
                         lat.setdefault((np, s, kind), []).append(rows[0][1])
-                        raw.append([np, s, rep, kind, 8, rows[0][1], "", "", "", rows[0][4]])
+                        raw.append([np, s, rep, kind, 8, rows[0][1], "", "", "", rows[0][4],
+                                    ""])
                     log("np=%d run %d/%d %-10s %-8s %6.1f s  %s"
                         % (np, rep, a.repeat, kind + " 8B", s, res.seconds,
                            "ok" if res.ok and rows else "FAILED"))
@@ -511,22 +517,39 @@ def run_overlap(a, env):
     def med(vals, i):
         return statistics.median(v[i] for v in vals)
 
+    def fmt_alone(vals):
+        # -1: not done without MPI calls; the median run decides
+        m = statistics.median(v[4] if v[4] >= 0 else 1e30 for v in vals)
+        return "never" if m >= 1e30 else "%.1f" % m
+
     out = []
     for np in a.np:
         if len(a.np) > 1:
             out.append("## np = %d\n" % np)
         for coll in OVERLAP_COLLS:
             sizes = sorted({b for s in a.select for b in ovl.get((np, s, coll), {})})
+            sleep = "iallreduce" == coll
             header = ["bytes"] + ["%s overlap %%" % s for s in a.select]
+            if sleep:
+                header += ["%s overlap %%, host sleeps" % s for s in a.select]
+                header += ["%s done w/o MPI (µs)" % s for s in a.select]
             header += ["%s pure (µs)" % s for s in a.select]
             rows = []
             for b in sizes:
                 row = [str(b)]
-                for i in (3, 0):
+                for s in a.select:
+                    vals = ovl.get((np, s, coll), {}).get(b)
+                    row.append("%.0f" % med(vals, 3) if vals else "n/a")
+                if sleep:
+                    for s in a.select:
+                        vals = ovl.get((np, s, coll + "-sleep"), {}).get(b)
+                        row.append("%.0f" % med(vals, 3) if vals else "n/a")
                     for s in a.select:
                         vals = ovl.get((np, s, coll), {}).get(b)
-                        row.append(("%.0f" if i == 3 else "%.2f") % med(vals, i) if vals
-                                   else "n/a")
+                        row.append(fmt_alone(vals) if vals else "n/a")
+                for s in a.select:
+                    vals = ovl.get((np, s, coll), {}).get(b)
+                    row.append("%.2f" % med(vals, 0) if vals else "n/a")
                 rows.append(row)
             if not rows:
                 rows = [["n/a"] * len(header)]
@@ -551,11 +574,13 @@ def run_overlap(a, env):
     with open(os.path.join(a.out, "overlap.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["np", "selection", "run", "coll", "bytes", "pure_us", "compute_us",
-                    "total_us", "overlap_pct", "iters"])
+                    "total_us", "overlap_pct", "iters", "nohost_us"])
         w.writerows(raw)
     head = ["# Nonblocking overlap: %s" % " vs ".join(a.select), ""]
     head.append("%s, Open MPI %s, %s of `coll_overlap` (overlap %% = 100 (1 - (total - "
-                "compute) / pure), clamped to 0..100) and of 8-byte `coll_lat`."
+                "compute) / pure), clamped to 0..100; \"done w/o MPI\": median time from the "
+                "post until the result is in place while the host computes and makes no MPI "
+                "call) and of 8-byte `coll_lat`."
                 % (platform.node(), ompi_version(a.mpirun),
                    runs_text(a.repeat, interleaved=True)))
     head.append("")
