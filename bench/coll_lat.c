@@ -411,6 +411,11 @@ int main(int argc, char **argv)
         return rc > 0 ? EXIT_SUCCESS : EXIT_FAILURE;
     }
 
+    /* A blocking collective first, as applications do early on: components
+     * that set a communicator up lazily (coll/offload does it at the first
+     * blocking collective) are then ready before a persistent request is made. */
+    MPI_Barrier(MPI_COMM_WORLD);
+
     /* Page-aligned buffers, touched once so first-use page faults are not timed. */
     alloc = opt.coll == COLL_BARRIER ? (long)sizeof(float) : opt.max_bytes;
     if (posix_memalign((void **)&b.send, 4096, (size_t)alloc) != 0

@@ -44,6 +44,8 @@ typedef struct {
     int agent;                          /* progress agent thread for nonblocking calls */
     int agent_bind;                     /* place it on a core no local rank uses */
     double agent_nap;                   /* us between idle rounds; 0: sched_yield */
+    double agent_linger;                /* us the agent stays awake after its last work */
+    int agent_preempt;                  /* 0: SCHED_BATCH agent; 1: normal class */
 } mca_coll_offload_params_t;
 
 /* How a collective was called: each kind has its own MPI_T counters. */

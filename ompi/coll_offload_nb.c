@@ -117,6 +117,14 @@ static ofl_agent_t agent;
  * threads take. */
 static mca_coll_offload_req_t *idle_reqs;
 static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Nonblocking calls up to this many bytes fire their first descriptors in the
+ * posting thread; larger ones leave all the work to the agent and ring
+ * doorbells (see post()). */
+#define POST_FIRE_MAX 16384
+
+/* Unproductive progress calls, while work is outstanding, between yields. */
+#define NB_YIELD_EVERY 32
+
 static int nb_active;                          /* atomic: set up (free list, agent) */
 static pthread_mutex_t nb_lock = PTHREAD_MUTEX_INITIALIZER;
 static mca_coll_offload_req_t *done_stack;     /* atomic LIFO, newest first */
@@ -163,8 +171,8 @@ static inline double liveness_period(void)
 
 static void head_changed(mca_coll_offload_module_t *m)
 {
-    m->head_since = now_s();
-    m->next_check = m->head_since + liveness_period();
+    /* Clock reads cost tens of ns here: the first idle check stamps it. */
+    m->head_since = 0.0;
     m->idle = 0;
 }
 
@@ -199,6 +207,11 @@ static void finish(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r,
 static void check_head(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r)
 {
     double t = now_s();
+    if (0.0 == m->head_since) {
+        m->head_since = t;
+        m->next_check = t + liveness_period();
+        return;
+    }
     if (t < m->next_check) {
         return;
     }
@@ -451,6 +464,9 @@ static int nb_activate(void)
             agent.yield_rounds = 0;
             agent.nap_ns = (long) (c->params.agent_nap * 1000.0);
             agent.slice_ns = agent.nap_ns;
+            agent.batch = !c->params.agent_preempt;
+            agent.linger_ns = (long) (c->params.agent_linger * 1000.0);
+            agent.linger_nap_ns = 200000;
             agent_set = choose_agent_set(why, sizeof(why));
             int err = ofl_agent_start(&agent, agent_started, agent_set);
             if (0 != err) {
@@ -488,6 +504,10 @@ static int module_activate(mca_coll_offload_module_t *m)
     if (NULL == m->blocking_req) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
+    uint32_t *word, *armed;
+    ofl_softnic_bell(&m->nic, &word, &armed);
+    m->item.bell_word = word;
+    m->item.bell_armed = armed;
     ofl_agent_add(&agent, &m->item);
     m->item_linked = 1;
     return OMPI_SUCCESS;
@@ -496,7 +516,18 @@ static int module_activate(mca_coll_offload_module_t *m)
 static void post(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r,
                  const ofl_program_t *prog, const ofl_call_t *call)
 {
-    ofl_engine_post(&r->inst, prog, &m->nic.base, &m->edges, call);
+    /* A small nonblocking call fires here what can fire now (its first puts, a
+     * line or two each): it need not wait for the agent to be scheduled, and
+     * one that completes at once never wakes it. A large one is the agent's
+     * work from the start (firing it here would copy and combine whole
+     * segments before the call returns), worth a system call to wake the agent
+     * and the peers' agents on arrival. A blocking call is driven by its
+     * caller. */
+    int large = REQ_BLOCKING != r->kind && ofl_agent_started(&agent)
+                && call->count * call->elem > POST_FIRE_MAX;
+    ofl_call_t c = *call;
+    c.ring = large;
+    ofl_engine_post(&r->inst, prog, &m->nic.base, &m->edges, &c);
     r->status = OFL_WAIT_OK;
     r->error = 0;
     r->done = 0;
@@ -507,9 +538,10 @@ static void post(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r,
     } while (!__atomic_compare_exchange_n(&m->incoming, &top, r, 1, __ATOMIC_RELEASE,
                                           __ATOMIC_RELAXED));
     ofl_agent_count_in(&agent, 1);
-    /* Fire here what can fire now (a leaf's first puts): it need not wait for
-     * the agent to be scheduled, and a call that completes at once never wakes
-     * it. A blocking call is driven by its caller anyway. */
+    if (large) {
+        ofl_agent_kick(&agent);
+        return;
+    }
     ofl_agent_item_try(&m->item);
     if (REQ_BLOCKING != r->kind && !__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) {
         ofl_agent_wake(&agent);
@@ -678,9 +710,17 @@ static void complete(mca_coll_offload_req_t *r)
  * the requests whose instances are done. */
 static int nb_progress(void)
 {
+    static unsigned idle_calls;   /* racy across threads: only a hint */
     int n = 0;
     if (ofl_agent_pending(&agent) > 0) {
         n += ofl_agent_run(&agent);
+        if (0 == n && NULL == __atomic_load_n(&done_stack, __ATOMIC_RELAXED)
+            && 0 == (++idle_calls % NB_YIELD_EVERY)) {
+            /* An application thread spinning in MPI_Wait would keep off its core
+             * whatever the work waits for: the agent of this or another rank,
+             * preempted there (Open MPI's wait loop itself never yields). */
+            sched_yield();
+        }
     }
     if (NULL == __atomic_load_n(&done_stack, __ATOMIC_RELAXED)) {
         return n;

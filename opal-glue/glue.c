@@ -86,7 +86,9 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
     p->spin = 2000;
     p->agent = 1;
     p->agent_bind = 1;
-    p->agent_nap = 0.0;
+    p->agent_nap = 50.0;
+    p->agent_linger = 2000.0;
+    p->agent_preempt = 0;
 
     reg_int(c, "priority",
             "Priority of coll/offload (tuned is 30: the default makes offload the first choice)",
@@ -163,11 +165,23 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
             "(inheriting the rank's binding)",
             OPAL_INFO_LVL_6, &p->agent_bind);
     reg_double(c, "agent_nap",
-               "Microseconds the progress agent sleeps between rounds that found nothing to "
-               "do, instead of yielding its core (a sleeper that wakes is scheduled ahead of "
-               "a computing rank sharing the core; a yielder may wait for its time slice). "
-               "0: yield",
+               "Microseconds the progress agent sleeps at most, while collectives are "
+               "outstanding, between rounds that found nothing to do; an arrival of a peer's "
+               "data for a large collective (its doorbell) or a new large post ends the sleep "
+               "at once. 0: poll, yielding the core between rounds",
                OPAL_INFO_LVL_6, &p->agent_nap);
+    reg_int(c, "agent_preempt",
+            "0: the progress agent runs in the SCHED_BATCH class: a wake-up never "
+            "preempts a rank, so the agent takes idle cores at once and busy ones only at "
+            "scheduler ticks (no stolen time inside MPI calls); 1: the normal class: it "
+            "preempts at once, wherever the rank happens to be",
+            OPAL_INFO_LVL_6, &p->agent_preempt);
+    reg_double(c, "agent_linger",
+               "Microseconds the progress agent stays awake after its last outstanding "
+               "collective completed (napping 200 us at a time, checking for new work) before "
+               "it sleeps until the next post wakes it: calls that follow each other closely "
+               "then need no wake-up system call. 0: sleep at once",
+               OPAL_INFO_LVL_6, &p->agent_linger);
     return OMPI_SUCCESS;
 }
 

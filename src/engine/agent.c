@@ -4,9 +4,11 @@
 #include "engine/agent.h"
 
 #include <errno.h>
+#include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -24,8 +26,16 @@ void ofl_agent_init(ofl_agent_t *agent)
     atomic_init(&agent->rounds, 0);
     atomic_init(&agent->sleeps, 0);
     atomic_init(&agent->sleeping, 0);
-    atomic_init(&agent->host_round_ns, 0);
-    agent->backoff_ns = 20000;
+    atomic_init(&agent->host_rounds, 0);
+    atomic_init(&agent->kick, 0);
+    atomic_init(&agent->host_misses, 0);
+    atomic_init(&agent->parked, 0);
+    /* Every wake-up of the agent costs the machine microseconds (timer
+     * interrupt, context switches, a preempted rank; several times more in a
+     * virtual machine), so sleeps that only watch are long: a kick ends them
+     * when work worth it is posted. */
+    agent->backoff_ns = 1000000;
+    agent->spin_ns = 0;
 }
 
 void ofl_agent_item_init(ofl_agent_item_t *item, ofl_agent_progress_fn progress)
@@ -69,6 +79,10 @@ void ofl_agent_add(ofl_agent_t *agent, ofl_agent_item_t *item)
 
 void ofl_agent_remove(ofl_agent_t *agent, ofl_agent_item_t *item)
 {
+    if (NULL != item->bell_armed) {
+        /* peers stop ringing a bell nobody waits on */
+        atomic_store_explicit((_Atomic uint32_t *) item->bell_armed, 0, memory_order_relaxed);
+    }
     /* Rounds hold the list lock from start to end, so once we have it no round
      * is inside this item, and none can find it after the unlink. */
     pthread_mutex_lock(&agent->list_lock);
@@ -111,11 +125,21 @@ static long long mono_ns(void)
 
 int ofl_agent_run(ofl_agent_t *agent)
 {
-    atomic_store_explicit(&agent->host_round_ns, mono_ns(), memory_order_relaxed);
-    /* Wait for a round in progress rather than skip it: on shared cores the
-     * agent may have been preempted in the middle of it (by this very thread),
-     * and spinning here would only keep it off the core. */
-    pthread_mutex_lock(&agent->list_lock);
+    atomic_fetch_add_explicit(&agent->host_rounds, 1, memory_order_relaxed);
+    /* A round in progress elsewhere does the work: skip it, and let the caller
+     * complete what is done. But after many misses in a row, wait for it: on a
+     * core shared with the agent, the agent may have been preempted in the
+     * middle of a round (by this very thread), and spinning here would only
+     * keep it off the core. */
+    if (0 != pthread_mutex_trylock(&agent->list_lock)) {
+        unsigned misses = atomic_fetch_add_explicit(&agent->host_misses, 1,
+                                                    memory_order_relaxed);
+        if (0 != (misses + 1) % 64) {
+            return 0;
+        }
+        pthread_mutex_lock(&agent->list_lock);
+    }
+    atomic_store_explicit(&agent->host_misses, 0, memory_order_relaxed);
     int worked = 0;
     for (ofl_agent_item_t *item = agent->head; NULL != item; item = item->next) {
         worked += ofl_agent_item_try(item);
@@ -166,31 +190,144 @@ static void nap(long ns)
     nanosleep(&ts, NULL);
 }
 
-static void idle(ofl_agent_t *agent, unsigned *idle_rounds)
+void ofl_agent_kick_(ofl_agent_t *agent)
+{
+    syscall(SYS_futex, &agent->kick, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static void arm_all(ofl_agent_t *agent, uint32_t on)
+{
+    for (ofl_agent_item_t *item = agent->head; NULL != item; item = item->next) {
+        if (NULL != item->bell_armed) {
+            atomic_store_explicit((_Atomic uint32_t *) item->bell_armed, on,
+                                  memory_order_seq_cst);
+        }
+    }
+}
+
+/* Sleep up to `ns`, or until kicked, or (arm) until a peer rings a doorbell.
+ * Returns 1 if a last look found work to do (no sleep), else 0. */
+static int agent_sleep(ofl_agent_t *agent, long ns, int arm)
+{
+#ifdef SYS_futex_waitv
+    struct futex_waitv w[1 + OFL_AGENT_MAX_BELLS];
+    int n = 0;
+    memset(w, 0, sizeof(w));
+    atomic_store_explicit(&agent->parked, 1, memory_order_seq_cst);
+    w[n].val = atomic_load_explicit(&agent->kick, memory_order_seq_cst);
+    w[n].uaddr = (uint64_t) (uintptr_t) &agent->kick;
+    w[n++].flags = FUTEX_32 | FUTEX_PRIVATE_FLAG;
+    if (arm && 0 == pthread_mutex_trylock(&agent->list_lock)) {
+        /* Arm, then look once more: a peer that delivered before it could see
+         * the flag is found by this round; one after it rings. */
+        arm_all(agent, 1);
+        for (ofl_agent_item_t *item = agent->head; NULL != item && n < 1 + OFL_AGENT_MAX_BELLS;
+             item = item->next) {
+            if (NULL != item->bell_word) {
+                w[n].val = atomic_load_explicit((_Atomic uint32_t *) item->bell_word,
+                                                memory_order_seq_cst);
+                w[n].uaddr = (uint64_t) (uintptr_t) item->bell_word;
+                w[n++].flags = FUTEX_32;
+            }
+        }
+        int worked = 0;
+        for (ofl_agent_item_t *item = agent->head; NULL != item; item = item->next) {
+            worked += ofl_agent_item_try(item);
+        }
+        if (worked > 0) {
+            arm_all(agent, 0);
+            pthread_mutex_unlock(&agent->list_lock);
+            atomic_store_explicit(&agent->parked, 0, memory_order_relaxed);
+            return 1;
+        }
+        pthread_mutex_unlock(&agent->list_lock);
+    } else {
+        arm = 0;
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += ns % 1000000000L;
+    until.tv_sec += ns / 1000000000L + until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+    long rc = syscall(SYS_futex_waitv, w, n, 0, &until, CLOCK_MONOTONIC);
+    if (arm) {
+        pthread_mutex_lock(&agent->list_lock);
+        arm_all(agent, 0);
+        pthread_mutex_unlock(&agent->list_lock);
+    }
+    atomic_store_explicit(&agent->parked, 0, memory_order_relaxed);
+    if (rc < 0 && ENOSYS == errno) {
+        nap(ns);
+    }
+    return 0;
+#else
+    (void) arm;
+    nap(ns);
+    return 0;
+#endif
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static void idle(ofl_agent_t *agent, unsigned *idle_rounds, long long *idle_since)
 {
     if (agent->nap_ns <= 0 || ++*idle_rounds <= agent->yield_rounds) {
         sched_yield();
         return;
     }
-    nap(agent->nap_ns);
+    if (agent->spin_ns > 0) {
+        /* Poll a little before sleeping: a wake-up costs microseconds (more
+         * in a virtual machine), a peer's next segment is often closer. */
+        long long t = mono_ns();
+        if (1 == *idle_rounds - agent->yield_rounds) {
+            *idle_since = t;
+        }
+        if (t - *idle_since < agent->spin_ns) {
+            for (int i = 0; i < 64; ++i) {
+                cpu_relax();
+            }
+            return;
+        }
+    }
+    agent_sleep(agent, agent->nap_ns, 1);
 }
 
 static void *agent_main(void *arg)
 {
     ofl_agent_t *agent = arg;
     pthread_setname_np(pthread_self(), "ofl-agent");
-    if (agent->nap_ns > 0) {
+    if (agent->nap_ns > 0 || agent->linger_ns > 0) {
         /* Naps of microseconds, not the default 50 us of timer slack. */
         prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     }
     if (agent->slice_ns > 0) {
         request_slice(agent->slice_ns);
     }
+    if (agent->batch) {
+        /* A batch thread does not preempt on wake-up: it runs at once on an
+         * idle core, otherwise when the scheduler's tick gives it its share. */
+        struct sched_param sp = { 0 };
+        pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
+    }
     if (NULL != agent->on_start) {
         agent->on_start(agent->on_start_ctx);
     }
     unsigned idle_rounds = 0;
+    long long idle_since = 0;
     for (;;) {
+        if (0 == ofl_agent_pending(agent) && agent->linger_ns > 0) {
+            long long until = mono_ns() + agent->linger_ns;
+            while (0 == ofl_agent_pending(agent)
+                   && !atomic_load_explicit(&agent->stop, memory_order_acquire)
+                   && mono_ns() < until) {
+                agent_sleep(agent, agent->linger_nap_ns > 0 ? agent->linger_nap_ns : 20000, 0);
+            }
+        }
         if (0 == ofl_agent_pending(agent)) {
             pthread_mutex_lock(&agent->sleep_lock);
             while (!atomic_load_explicit(&agent->stop, memory_order_acquire)) {
@@ -209,10 +346,16 @@ static void *agent_main(void *arg)
         }
         /* An application thread inside MPI runs rounds itself: do not compete
          * with it for the items and (often shared) cores until it stops. */
-        long long host = atomic_load_explicit(&agent->host_round_ns, memory_order_relaxed);
-        if (agent->backoff_ns > 0 && mono_ns() - host < agent->backoff_ns) {
+        unsigned long host = atomic_load_explicit(&agent->host_rounds, memory_order_relaxed);
+        unsigned kick = atomic_load_explicit(&agent->kick, memory_order_acquire);
+        if (kick != agent->kick_seen) {
+            /* posted by a thread leaving MPI: go now */
+            agent->kick_seen = kick;
+            agent->host_rounds_seen = host;
+        } else if (agent->backoff_ns > 0 && host != agent->host_rounds_seen) {
+            agent->host_rounds_seen = host;
             idle_rounds = 0;
-            nap(agent->backoff_ns);
+            agent_sleep(agent, agent->backoff_ns, 0);
             continue;
         }
         atomic_fetch_add_explicit(&agent->rounds, 1, memory_order_relaxed);
@@ -221,7 +364,7 @@ static void *agent_main(void *arg)
         if (run_round(agent) > 0) {
             idle_rounds = 0;
         } else {
-            idle(agent, &idle_rounds);
+            idle(agent, &idle_rounds, &idle_since);
         }
     }
     return NULL;
@@ -256,6 +399,7 @@ void ofl_agent_fini(ofl_agent_t *agent)
         pthread_mutex_lock(&agent->sleep_lock);
         pthread_cond_signal(&agent->wake);
         pthread_mutex_unlock(&agent->sleep_lock);
+        ofl_agent_kick(agent);
         pthread_join(agent->thread, NULL);
         agent->started = 0;
     }

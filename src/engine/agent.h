@@ -12,8 +12,10 @@
  * The agent sleeps on a condition variable (no CPU at all) while no work is
  * outstanding. Posters count work in with ofl_agent_post() and executors count
  * it out with ofl_agent_done(); the first unit of work wakes the agent, which
- * then polls every item, yielding the CPU between rounds that found nothing to
- * do, until the count drops back to zero.
+ * then polls every item, yielding or napping between rounds that found nothing
+ * to do, until the count drops back to zero. It then lingers a little (naps,
+ * checking for work) before it sleeps again, so that calls that follow each
+ * other closely do not pay a wake-up system call each.
  *
  * Nothing here knows about MPI: the thread is started lazily by the caller,
  * which can run a hook inside the new thread first (to bind it to a core).
@@ -23,6 +25,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 
 typedef struct ofl_agent_item ofl_agent_item_t;
 
@@ -30,9 +33,18 @@ typedef struct ofl_agent_item ofl_agent_item_t;
  * (so the caller should poll again at once), 0 if everything is waiting. */
 typedef int (*ofl_agent_progress_fn)(ofl_agent_item_t *item);
 
+/* At most this many items' doorbells are waited on at once; beyond them the
+ * agent only naps. */
+#define OFL_AGENT_MAX_BELLS 32
+
 struct ofl_agent_item {
     ofl_agent_progress_fn progress;
     atomic_int busy;              /* executor lock: 1 while a thread runs progress */
+    /* Optional doorbell (a NIC's arrival notification, e.g. ofl_softnic_bell):
+     * a futex word shared with the peers, and the flag that asks them to ring
+     * it. NULL: the item has none. Set before ofl_agent_add. */
+    uint32_t *bell_word;
+    uint32_t *bell_armed;
     ofl_agent_item_t *prev;       /* the agent's list; under the agent's list lock */
     ofl_agent_item_t *next;
     int linked;
@@ -46,23 +58,42 @@ typedef struct {
     atomic_long pending;          /* units of work posted and not yet done */
     atomic_int stop;
     atomic_int sleeping;          /* written under sleep_lock, read by posters */
-    /* When an application thread last ran a round (ofl_agent_run), in ns of
-     * CLOCK_MONOTONIC. Within `backoff_ns` of that, an application thread is
-     * inside MPI driving the work itself, and the agent steps back (naps
-     * `backoff_ns`) instead of competing for the items and the cores; it
-     * resumes as soon as the application leaves MPI to compute. */
-    atomic_llong host_round_ns;
+    /* Timed sleeps (naps, back-off, lingering, waiting for arrivals) are futex
+     * waits on `kick` (and on the items' doorbells while waiting for arrivals):
+     * ofl_agent_kick() ends them at once. */
+    atomic_uint kick;
+    atomic_int parked;            /* 1 while in a timed sleep */
+    unsigned kick_seen;           /* the agent's */
+    /* Rounds run by application threads (ofl_agent_run). When it has moved
+     * since the agent last looked, an application thread is inside MPI driving
+     * the work itself, and the agent steps back (naps `backoff_ns`) instead of
+     * competing for the items and the (often shared) cores; it resumes as soon
+     * as the count stops moving, i.e. the application left MPI to compute. A
+     * count, not a clock: a clock read costs tens of ns on every MPI_Test. */
+    atomic_ulong host_rounds;
+    unsigned long host_rounds_seen;   /* the agent's */
+    atomic_uint host_misses;      /* host rounds in a row that found the agent in one */
     long backoff_ns;
     int started;
     pthread_t thread;
     /* Idle policy while work is pending but nothing can run: yield the CPU for
-     * `yield_rounds` rounds, then nap `nap_ns` between rounds (0: always
-     * yield). A napping thread that wakes is scheduled ahead of a computing
-     * one, so on cores shared with ranks the work still moves while they
-     * compute; a yielding one may wait for the end of their time slice. */
+     * `yield_rounds` rounds, then sleep up to `nap_ns` between rounds (0:
+     * always yield), armed: a peer's arrival on an item with a doorbell ends
+     * the sleep at once. A sleeping thread that wakes is scheduled ahead of a
+     * computing one, so on cores shared with ranks the work still moves while
+     * they compute; a yielding one may wait for the end of their time slice. */
     unsigned yield_rounds;
     long nap_ns;
+    long spin_ns;                 /* before such a sleep, poll this long */
     long slice_ns;                /* scheduler slice hint (Linux >= 6.12); 0: none */
+    int batch;                    /* run in SCHED_BATCH: never preempt on wake-up */
+    /* After the last unit of work is done the agent lingers `linger_ns`,
+     * checking every `linger_nap_ns` for new work, before it sleeps on the
+     * condition variable: a poster that finds it lingering needs no system
+     * call to wake it, and calls that come back to back find it awake. 0: sleep
+     * at once. */
+    long linger_ns;
+    long linger_nap_ns;
     void (*on_start)(void *ctx);  /* run first inside the agent thread */
     void *on_start_ctx;
     atomic_ulong rounds;          /* rounds the agent ran (tests, diagnostics) */
@@ -133,6 +164,21 @@ static inline void ofl_agent_wake(ofl_agent_t *agent)
     }
 }
 
+/* Internal to ofl_agent_kick. */
+void ofl_agent_kick_(ofl_agent_t *agent);
+
+/* Wake the agent from any sleep, timed ones included, and have it run a round
+ * at once even if an application thread ran one lately: for work worth a
+ * system call (large collectives), posted by a thread about to leave MPI. */
+static inline void ofl_agent_kick(ofl_agent_t *agent)
+{
+    atomic_fetch_add_explicit(&agent->kick, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&agent->parked, memory_order_seq_cst)) {
+        ofl_agent_kick_(agent);
+    }
+    ofl_agent_wake(agent);
+}
+
 /* Count `n` units of work in and wake a sleeping agent. */
 static inline void ofl_agent_post(ofl_agent_t *agent, long n)
 {
@@ -153,10 +199,11 @@ static inline long ofl_agent_pending(ofl_agent_t *agent)
 
 /* One round over every registered item from an application thread (inside an
  * MPI call): the sum of the callbacks' results (an item busy in another thread
- * counts 0). If the agent is in the middle of a round, this waits for it to end
- * instead of spinning: on a core shared with the agent, spinning would keep a
- * preempted agent, and the items it holds, off the core. It also tells the
- * agent that an application thread is driving progress. */
+ * counts 0). If the agent is in the middle of a round, this returns 0 at once,
+ * except every 64th time in a row, when it waits for the round to end: on a
+ * core shared with the agent, spinning would keep a preempted agent, and the
+ * items it holds, off the core. It also tells the agent that an application
+ * thread is driving progress. */
 int ofl_agent_run(ofl_agent_t *agent);
 
 #endif

@@ -46,6 +46,7 @@ void ofl_engine_post(ofl_inst_t *inst, const ofl_program_t *prog, ofl_nic_t *nic
         seg = seg ? seg : 1;
     }
     inst->error = 0;
+    inst->ring = call->ring && NULL != nic->ops->ring;
     size_t per = seg / inst->elem;
     inst->seg_elems = per ? per : 1;
     inst->nseg = (uint32_t) ((call->count + inst->seg_elems - 1) / inst->seg_elems);
@@ -223,6 +224,16 @@ static int fire(const ofl_inst_t *inst, const ofl_desc_t *d, uint32_t round, uin
         uint64_t item = (OFL_CNT_DATA == c->cnt) ? item_out(inst, c->peer, c->chan, round, c->k)
                                                  : item_in(inst, c->peer, c->chan, round, c->k);
         nic->ops->bump(nic, c->cnt, p->peers[c->peer], c->chan, item);
+    }
+    if (inst->ring) {
+        int last = -1;
+        for (int k = 0; k < d->n_cp; ++k) {
+            int peer = p->peers[p->cps[d->first_cp + k].peer];
+            if (peer != last) {
+                nic->ops->ring(nic, peer);
+                last = peer;
+            }
+        }
     }
     return 0;
 }

@@ -43,6 +43,7 @@ typedef struct {
     uint32_t rounds;        /* ceil(nseg / period) */
     uint32_t cursor[OFL_PROG_MAX_QUEUES];   /* descriptor executions done */
     int error;              /* 0, or -errno of a failed read of a peer's memory */
+    int ring;               /* ring the peers' doorbells after bumps (call.ring) */
     uint64_t base_in[OFL_PROG_MAX_PEERS][OFL_CHANNELS];
     uint64_t base_out[OFL_PROG_MAX_PEERS][OFL_CHANNELS];
 } ofl_inst_t;
@@ -55,6 +56,9 @@ typedef struct {
     size_t count;
     size_t seg_bytes;       /* segment size for this call; 0 or > slot: the slot size
                                (by-reference programs: any size; 0 = the message) */
+    int ring;               /* wake peers' parked executors on arrival (nic ring op);
+                               every rank of one call must agree only on the result,
+                               not on this */
 } ofl_call_t;
 
 /* Prepare inst to run prog for this call and advance the edge sequences past it.

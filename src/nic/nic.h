@@ -43,6 +43,11 @@ typedef struct {
      * returns the dead rank or -1. */
     void (*poison)(ofl_nic_t *nic, int dead);
     int (*poisoned)(ofl_nic_t *nic);
+    /* Arrival notification: after bumps to `peer`, wake the executor of peer if
+     * it parked asking to be woken (a hardware NIC raises an event; the
+     * software NIC a futex). Costs a system call only then. NULL: no such thing,
+     * executors poll. */
+    void (*ring)(ofl_nic_t *nic, int peer);
 } ofl_nic_ops_t;
 
 struct ofl_nic {

@@ -10,8 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -38,12 +40,14 @@ static uint64_t round_up(uint64_t v, uint64_t to)
 
 static void geometry(ofl_softnic_t *nic, int size, int slots, size_t segsize)
 {
-    uint64_t hdr = round_up(sizeof(softnic_hdr_t) + sizeof(int32_t) * (size_t) size, 4096);
+    uint64_t bells = round_up(sizeof(softnic_hdr_t) + sizeof(int32_t) * (size_t) size, LINE);
+    uint64_t hdr = round_up(bells + (uint64_t) size * LINE, 4096);
     uint64_t counters = (uint64_t) size * (uint64_t) size * OFL_CHANNELS * LINE;
     nic->base.size = size;
     nic->base.slots = slots;
     nic->base.slot_bytes = round_up(segsize ? segsize : 1, LINE);
     nic->slot_stride = round_up(STAMP + nic->base.slot_bytes, LINE);
+    nic->off_bells = bells;
     nic->off_counters = hdr;
     nic->off_mbox = round_up(hdr + counters, 4096);
     nic->len = nic->off_mbox + (uint64_t) size * (uint64_t) size * OFL_CHANNELS
@@ -55,6 +59,16 @@ size_t ofl_softnic_bytes(int size, int slots, size_t segsize)
     ofl_softnic_t tmp;
     geometry(&tmp, size, slots, segsize);
     return tmp.len;
+}
+
+typedef struct {
+    _Atomic uint32_t word;    /* futex: incremented by every ring */
+    _Atomic uint32_t armed;   /* written by the owner only */
+} sn_bell_t;
+
+static inline sn_bell_t *bell_at(ofl_softnic_t *nic, int rank)
+{
+    return (sn_bell_t *) (nic->mem + nic->off_bells + (uint64_t) rank * LINE);
 }
 
 static inline _Atomic uint64_t *credit_at(ofl_softnic_t *nic, int owner, int feeder, int chan)
@@ -222,6 +236,26 @@ static int sn_poisoned(ofl_nic_t *b)
     return atomic_load_explicit(&h->poison, memory_order_relaxed) - 1;
 }
 
+static void sn_ring(ofl_nic_t *b, int peer)
+{
+    sn_bell_t *bell = bell_at((ofl_softnic_t *) b, peer);
+    /* Order our bumps before the look at `armed`; the sleeper orders its store
+     * of `armed` before its last look at the counters: one of us sees the other. */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (0 == atomic_load_explicit(&bell->armed, memory_order_relaxed)) {
+        return;
+    }
+    atomic_fetch_add_explicit(&bell->word, 1, memory_order_release);
+    syscall(SYS_futex, &bell->word, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+void ofl_softnic_bell(ofl_softnic_t *nic, uint32_t **word, uint32_t **armed)
+{
+    sn_bell_t *bell = bell_at(nic, nic->base.rank);
+    *word = (uint32_t *) &bell->word;
+    *armed = (uint32_t *) &bell->armed;
+}
+
 static const ofl_nic_ops_t softnic_ops = {
     .reached = sn_reached,
     .counter = sn_counter,
@@ -233,6 +267,7 @@ static const ofl_nic_ops_t softnic_ops = {
     .peer_alive = sn_peer_alive,
     .poison = sn_poison,
     .poisoned = sn_poisoned,
+    .ring = sn_ring,
 };
 
 static int map(ofl_softnic_t *nic, const char *name, int create)

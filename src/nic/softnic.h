@@ -4,6 +4,8 @@
  *
  * Layout (every offset a multiple of 64 bytes):
  *   header     magic, geometry, the pid of every rank, the poison word
+ *   bells      [rank] one cache line each: a futex word and an "armed" flag,
+ *              set by the rank's executor while it sleeps waiting for arrivals
  *   counters   [owner][feeder][chan] one cache line each: the CREDIT counter,
  *              written only by the feeder, read only by the owner
  *   mailboxes  [dst][src][chan][slot]: written only by src, read only by dst; touched
@@ -27,6 +29,7 @@ typedef struct {
     ofl_nic_t base;
     uint8_t *mem;
     size_t len;
+    uint64_t off_bells;
     uint64_t off_counters;
     uint64_t off_mbox;
     uint64_t slot_stride;      /* stamp + payload, cache-line multiple */
@@ -48,6 +51,13 @@ int ofl_softnic_attach(ofl_softnic_t *nic, const char *name, int size, int rank,
 /* Can this process read `peer`'s memory (cross-memory attach)? Reads the word
  * at addr in peer's address space and compares it with expect: 0 or -errno. */
 int ofl_softnic_probe_get(ofl_softnic_t *nic, int peer, const void *addr, uint64_t expect);
+
+/* This rank's doorbell: a futex word (shared between processes) that peers
+ * increment and wake after delivering data while *armed is non-zero. An
+ * executor about to sleep stores 1 in *armed, then reads *word, checks for
+ * work once more, and futex-waits on word with the value read; it stores 0 in
+ * *armed when it wakes. */
+void ofl_softnic_bell(ofl_softnic_t *nic, uint32_t **word, uint32_t **armed);
 
 /* Remove the name (mappings stay valid); call once every rank has attached. */
 int ofl_softnic_unlink(const char *name);

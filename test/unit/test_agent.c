@@ -12,15 +12,22 @@
  *             by the agent, even while work is still counted as pending;
  *   stop      fini joins a polling agent and a sleeping one;
  *   nap       with nap_ns set, an agent waiting on work it cannot advance naps
- *             between rounds: it still finishes the work, using little CPU.
+ *             between rounds: it still finishes the work, using little CPU;
+ *   bell      an agent sleeping (naps of 5 s) on an item's doorbell is woken
+ *             by a ring as soon as the awaited data arrives, over many
+ *             arrivals racing with its going to sleep (no lost wake-up), and
+ *             it does not poll meanwhile;
+ *   kick      ofl_agent_kick() ends the agent's long lingering sleep at once.
  */
 #include "engine/agent.h"
 #include "unit.h"
 
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -363,6 +370,126 @@ static void test_nap(void)
     ofl_agent_fini(&a);
 }
 
+/* An item whose unit completes when a "peer" thread delivers: the agent can
+ * only wait for it, on the item's doorbell. */
+typedef struct {
+    ofl_agent_item_t item;        /* first */
+    ofl_agent_t *agent;
+    _Atomic uint32_t word;        /* the doorbell */
+    _Atomic uint32_t armed;
+    atomic_long delivered;        /* arrivals so far */
+    atomic_long consumed;         /* units the agent finished */
+    atomic_long calls;
+} bell_t;
+
+static int bell_progress(ofl_agent_item_t *item)
+{
+    bell_t *b = (bell_t *) item;
+    atomic_fetch_add(&b->calls, 1);
+    long have = atomic_load(&b->delivered), done = atomic_load(&b->consumed);
+    if (have > done) {
+        atomic_store(&b->consumed, have);
+        ofl_agent_done(b->agent, have - done);
+        return 1;
+    }
+    return 0;
+}
+
+/* The peer's side of a delivery, as a NIC backend rings (softnic's sn_ring). */
+static void bell_deliver(bell_t *b)
+{
+    atomic_fetch_add(&b->delivered, 1);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&b->armed, memory_order_relaxed)) {
+        atomic_fetch_add(&b->word, 1);
+        syscall(SYS_futex, &b->word, FUTEX_WAKE, 1, NULL, NULL, 0);
+    }
+}
+
+static int wait_consumed(bell_t *b, long want, double timeout)
+{
+    double t0 = now_s();
+    while (atomic_load(&b->consumed) < want) {
+        if (now_s() - t0 > timeout) {
+            return 0;
+        }
+        sched_yield();
+    }
+    return 1;
+}
+
+static void test_bell(void)
+{
+    ofl_agent_t a;
+    ofl_agent_init(&a);
+    a.nap_ns = 5000000000L;   /* only a ring can end a sleep in time */
+    bell_t b;
+    memset(&b, 0, sizeof(b));
+    ofl_agent_item_init(&b.item, bell_progress);
+    b.item.bell_word = (uint32_t *) &b.word;
+    b.item.bell_armed = (uint32_t *) &b.armed;
+    b.agent = &a;
+    ofl_agent_add(&a, &b.item);
+    CHECK(0 == ofl_agent_start(&a, NULL, NULL), "start");
+
+    /* One arrival long after the agent went to sleep. */
+    ofl_agent_post(&a, 1);
+    sleep_ms(50);
+    long calls0 = atomic_load(&b.calls);
+    CHECK(1 == atomic_load(&b.armed), "agent sleeps armed");
+    sleep_ms(50);
+    CHECK(atomic_load(&b.calls) == calls0, "armed agent polled %ld times while asleep",
+          atomic_load(&b.calls) - calls0);
+    double t0 = now_s();
+    bell_deliver(&b);
+    CHECK(wait_consumed(&b, 1, 2.0), "rung agent consumed the arrival");
+    double lat = now_s() - t0;
+    CHECK(lat < 0.5, "ring to consumption took %.3f s", lat);
+
+    /* Arrivals racing with the agent's arming and last look. */
+    unsigned seed = 12345;
+    int lost = 0;
+    for (long i = 2; i <= 2000 && !lost; ++i) {
+        ofl_agent_post(&a, 1);
+        seed = seed * 1103515245u + 12345u;
+        for (volatile unsigned spin = 0; spin < (seed >> 16) % 20000; ++spin) {
+        }
+        bell_deliver(&b);
+        lost = !wait_consumed(&b, i, 2.0);
+        CHECK(!lost, "arrival %ld not consumed within 2 s (a lost wake-up)", i);
+    }
+    CHECK(0 == ofl_agent_pending(&a), "pending zero (%ld)", ofl_agent_pending(&a));
+    ofl_agent_remove(&a, &b.item);
+    CHECK(0 == atomic_load(&b.armed), "remove disarms the bell");
+    ofl_agent_fini(&a);
+}
+
+static void test_kick(void)
+{
+    ofl_agent_t a;
+    ofl_agent_init(&a);
+    a.linger_ns = 20000000000L;        /* 20 s awake after the last work ... */
+    a.linger_nap_ns = 10000000000L;    /* ... in naps of 10 s */
+    work_t w;
+    work_init(&w, &a, 3);
+    ofl_agent_add(&a, &w.item);
+    CHECK(0 == ofl_agent_start(&a, NULL, NULL), "start");
+    work_post(&w, 1);
+    CHECK(wait_finished(&w, 1, 5.0), "first unit");
+    sleep_ms(20);   /* now in a 10 s nap */
+    double t0 = now_s();
+    atomic_fetch_add(&w.units, 1);
+    ofl_agent_count_in(&a, 1);
+    ofl_agent_kick(&a);
+    CHECK(wait_finished(&w, 2, 5.0), "kicked agent finished the unit");
+    double lat = now_s() - t0;
+    CHECK(lat < 0.5, "kick to completion took %.3f s", lat);
+    ofl_agent_remove(&a, &w.item);
+    t0 = now_s();
+    ofl_agent_fini(&a);
+    CHECK(now_s() - t0 < 1.0, "fini ended the agent's long nap (%.3f s)", now_s() - t0);
+}
+
 int main(void)
 {
     test_lazy_and_work();
@@ -370,5 +497,7 @@ int main(void)
     test_exclusive();
     test_remove_and_stop();
     test_nap();
+    test_bell();
+    test_kick();
     return unit_report("test_agent");
 }
