@@ -458,15 +458,16 @@ LAT8_KINDS = ("allreduce", "iallreduce", "pallreduce")
 
 
 def parse_overlap_rows(coll, text):
-    """coll_overlap CSV rows: (bytes, pure, compute, total, overlap%, iters, nohost)."""
+    """coll_overlap CSV rows: (bytes, pure, compute, total, overlap%, iters, nohost,
+    host_cost%)."""
     rows = []
     for line in text.splitlines():
         f = line.strip().split(",")
-        if len(f) != 8 or f[0] != coll:
+        if len(f) != 9 or f[0] != coll:
             continue
         try:
             rows.append((int(f[1]), float(f[2]), float(f[3]), float(f[4]), float(f[5]),
-                         int(f[6]), float(f[7])))
+                         int(f[6]), float(f[7]), float(f[8])))
         except ValueError:
             continue
     return rows
@@ -474,7 +475,7 @@ def parse_overlap_rows(coll, text):
 
 def run_overlap(a, env):
     """Interleaved runs of coll_overlap and 8-byte coll_lat; returns the markdown."""
-    ovl = {}   # (np, sel, coll) -> {bytes: [(pure, compute, total, overlap, nohost)]}
+    ovl = {}   # (np, sel, coll) -> {bytes: [(pure, compute, total, overlap, nohost, cost)]}
     lat = {}   # (np, sel, kind) -> [us]
     raw = []
     notes = {}
@@ -490,10 +491,11 @@ def run_overlap(a, env):
                         tail += ["-w", "sleep"]
                     res = run(mpirun_cmd(a, np, s, tail, a.overlap_bin), env, a.timeout)
                     rows = parse_overlap_rows(name, res.out)
-                    for b, pure, comp, tot, o, iters, alone in rows:
+                    for b, pure, comp, tot, o, iters, alone, cost in rows:
                         ovl.setdefault((np, s, coll), {}).setdefault(b, []).append(
-                            (pure, comp, tot, o, alone))
-                        raw.append([np, s, rep, coll, b, pure, comp, tot, o, iters, alone])
+                            (pure, comp, tot, o, alone, cost))
+                        raw.append([np, s, rep, coll, b, pure, comp, tot, o, iters, alone,
+                                    cost])
                     status = "%d sizes" % len(rows)
                     if not res.ok or not rows:
                         why = diagnose(res, a.timeout) if not res.ok else "no output rows"
@@ -509,7 +511,7 @@ def run_overlap(a, env):
                     if res.ok and rows:
                         lat.setdefault((np, s, kind), []).append(rows[0][1])
                         raw.append([np, s, rep, kind, 8, rows[0][1], "", "", "", rows[0][4],
-                                    ""])
+                                    "", ""])
                     log("np=%d run %d/%d %-10s %-8s %6.1f s  %s"
                         % (np, rep, a.repeat, kind + " 8B", s, res.seconds,
                            "ok" if res.ok and rows else "FAILED"))
@@ -533,6 +535,7 @@ def run_overlap(a, env):
             if sleep:
                 header += ["%s overlap %%, host sleeps" % s for s in a.select]
                 header += ["%s done w/o MPI (µs)" % s for s in a.select]
+            header += ["%s host cost %%" % s for s in a.select]
             header += ["%s pure (µs)" % s for s in a.select]
             rows = []
             for b in sizes:
@@ -547,6 +550,9 @@ def run_overlap(a, env):
                     for s in a.select:
                         vals = ovl.get((np, s, coll), {}).get(b)
                         row.append(fmt_alone(vals) if vals else "n/a")
+                for s in a.select:
+                    vals = ovl.get((np, s, coll), {}).get(b)
+                    row.append("%.0f" % med(vals, 5) if vals else "n/a")
                 for s in a.select:
                     vals = ovl.get((np, s, coll), {}).get(b)
                     row.append("%.2f" % med(vals, 0) if vals else "n/a")
@@ -574,13 +580,15 @@ def run_overlap(a, env):
     with open(os.path.join(a.out, "overlap.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["np", "selection", "run", "coll", "bytes", "pure_us", "compute_us",
-                    "total_us", "overlap_pct", "iters", "nohost_us"])
+                    "total_us", "overlap_pct", "iters", "nohost_us", "host_cost_pct"])
         w.writerows(raw)
     head = ["# Nonblocking overlap: %s" % " vs ".join(a.select), ""]
-    head.append("%s, Open MPI %s, %s of `coll_overlap` (overlap %% = 100 (1 - (total - "
-                "compute) / pure), clamped to 0..100; \"done w/o MPI\": median time from the "
-                "post until the result is in place while the host computes and makes no MPI "
-                "call) and of 8-byte `coll_lat`."
+    head.append("%s, Open MPI %s, %s of `coll_overlap` (measured as OSU does: overlap %% = "
+                "100 (1 - (total - compute) / pure), clamped to 0..100, with compute timed "
+                "inside the overlapped iterations; \"host cost\": how much longer that compute "
+                "took than alone, i.e. the CPU time a progress thread took from the host; "
+                "\"done w/o MPI\": median time from the post until the result is in place "
+                "while the host computes and makes no MPI call) and of 8-byte `coll_lat`."
                 % (platform.node(), ompi_version(a.mpirun),
                    runs_text(a.repeat, interleaved=True)))
     head.append("")

@@ -125,7 +125,11 @@ static long long mono_ns(void)
 
 int ofl_agent_run(ofl_agent_t *agent)
 {
-    atomic_fetch_add_explicit(&agent->host_rounds, 1, memory_order_relaxed);
+    /* A hint, not a count: no locked instruction here, as one would wait for
+     * this core's stores to the peers' lines to drain on every MPI_Test. */
+    atomic_store_explicit(&agent->host_rounds,
+                          atomic_load_explicit(&agent->host_rounds, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
     /* A round in progress elsewhere does the work: skip it, and let the caller
      * complete what is done. But after many misses in a row, wait for it: on a
      * core shared with the agent, the agent may have been preempted in the
