@@ -46,6 +46,7 @@ typedef struct {
     double agent_nap;                   /* us between idle rounds; 0: sched_yield */
     double agent_linger;                /* us the agent stays awake after its last work */
     int agent_preempt;                  /* 0: SCHED_BATCH agent; 1: normal class */
+    int hierarchy;                      /* node-aware collectives on multi-node comms */
 } mca_coll_offload_params_t;
 
 /* How a collective was called: each kind has its own MPI_T counters. */
@@ -159,6 +160,11 @@ mca_coll_base_module_t *mca_coll_offload_comm_query(struct ompi_communicator_t *
                                                     int *priority);
 
 int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm);
+
+/* The node-aware module for an intra-communicator that spans nodes
+ * (coll_offload_hier.c). */
+mca_coll_base_module_t *mca_coll_offload_hier_query(struct ompi_communicator_t *comm,
+                                                    int *priority);
 
 int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
                                struct ompi_datatype_t *dtype, struct ompi_op_t *op,

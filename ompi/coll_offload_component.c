@@ -110,11 +110,16 @@ mca_coll_base_module_t *mca_coll_offload_comm_query(struct ompi_communicator_t *
         return NULL;
     }
     /* The software NIC lives in one node's shared memory: a communicator that
-     * spans nodes is left to the other components (all ranks agree on this,
-     * since locality is symmetric). */
+     * spans nodes gets the node-aware module, which runs the software NIC on
+     * each node's part (all ranks agree on this, since locality is symmetric). */
     if (!all_on_this_node(comm)) {
-        opal_output_verbose(10, c->output, "coll:offload: %s: spans nodes, not offered",
-                            comm->c_name);
+        if (c->params.hierarchy) {
+            opal_output_verbose(10, c->output, "coll:offload: %s: spans nodes, node-aware",
+                                comm->c_name);
+            return mca_coll_offload_hier_query(comm, priority);
+        }
+        opal_output_verbose(10, c->output, "coll:offload: %s: spans nodes, not offered "
+                            "(coll_offload_hierarchy=0)", comm->c_name);
         return NULL;
     }
     mca_coll_offload_module_t *m = OBJ_NEW(mca_coll_offload_module_t);

@@ -242,7 +242,10 @@ static int module_progress(ofl_agent_item_t *item)
     if (0 == __atomic_load_n(&m->nactive, __ATOMIC_ACQUIRE)) {
         return 0;
     }
-    mca_coll_offload_req_t *in = __atomic_exchange_n(&m->incoming, NULL, __ATOMIC_ACQUIRE);
+    mca_coll_offload_req_t *in = NULL;
+    if (NULL != __atomic_load_n(&m->incoming, __ATOMIC_RELAXED)) {
+        in = __atomic_exchange_n(&m->incoming, NULL, __ATOMIC_ACQUIRE);
+    }
     if (NULL != in) {
         /* The stack holds the newest first: reverse into post order. */
         mca_coll_offload_req_t *fifo = NULL, *tail = in;

@@ -89,6 +89,7 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
     p->agent_nap = 50.0;
     p->agent_linger = 2000.0;
     p->agent_preempt = 0;
+    p->hierarchy = 1;
 
     reg_int(c, "priority",
             "Priority of coll/offload (tuned is 30: the default makes offload the first choice)",
@@ -170,6 +171,12 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
                "data for a large collective (its doorbell) or a new large post ends the sleep "
                "at once. 0: poll, yielding the core between rounds",
                OPAL_INFO_LVL_6, &p->agent_nap);
+    reg_int(c, "hierarchy",
+            "1: on communicators that span nodes, node-aware collectives: the ranks of a node "
+            "combine through the software NIC to a node leader, leaders combine across nodes "
+            "through the layer below (tuned over the network), the result comes back the same "
+            "way; 0: leave such communicators to the other components",
+            OPAL_INFO_LVL_5, &p->hierarchy);
     reg_int(c, "agent_preempt",
             "0: the progress agent runs in the SCHED_BATCH class: a wake-up never "
             "preempts a rank, so the agent takes idle cores at once and busy ones only at "

@@ -1,0 +1,443 @@
+/*
+ * coll/offload — node-aware collectives on communicators that span nodes.
+ *
+ * Two levels, as in the seed's Rank and Node levels: the ranks of a node
+ * combine through the software NIC (a node-local communicator, on which
+ * coll/offload's own module runs), the node leaders (local rank 0) combine
+ * across nodes (a leaders' communicator, left to the layer below: tuned over
+ * the network), and the result comes back down through the software NIC. Only
+ * leaders touch the network.
+ *
+ * Both sub-communicators are made at the first blocking collective on the
+ * communicator (collective and blocking, like the software NIC's set-up);
+ * while they are being made, every call on the communicator goes to the layer
+ * below (the splits themselves run collectives on it). Every decision depends
+ * only on arguments MPI requires to be equal on all ranks, and on the node
+ * layout, which all ranks share.
+ */
+#include "coll_offload.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/mca/coll/base/coll_tags.h"
+#include "ompi/mca/pml/pml.h"
+#include "ompi/op/op.h"
+#include "opal/util/info.h"
+#include "opal/util/output.h"
+
+typedef enum { HIER_UNSET = 0, HIER_SETTING_UP, HIER_READY, HIER_DISABLED } hier_state_t;
+
+typedef struct {
+    mca_coll_base_module_t super;
+    mca_coll_base_module_allreduce_fn_t prev_allreduce;
+    mca_coll_base_module_t *prev_allreduce_module;
+    mca_coll_base_module_reduce_fn_t prev_reduce;
+    mca_coll_base_module_t *prev_reduce_module;
+    mca_coll_base_module_bcast_fn_t prev_bcast;
+    mca_coll_base_module_t *prev_bcast_module;
+    mca_coll_base_module_barrier_fn_t prev_barrier;
+    mca_coll_base_module_t *prev_barrier_module;
+
+    hier_state_t state;
+    ompi_communicator_t *local;     /* the ranks of my node */
+    ompi_communicator_t *leaders;   /* one rank per node; MPI_COMM_NULL off leaders */
+    int lrank;                      /* my rank in local */
+    int *node_of;                   /* [size]: each rank's node (its leader's rank in leaders) */
+    int *lrank_of;                  /* [size]: each rank's rank in its node */
+    int nnodes;
+    void *tmp;                      /* a leader's partial result in a reduce; grows only */
+    size_t tmp_bytes;
+} hier_module_t;
+
+static void hier_construct(hier_module_t *h)
+{
+    memset((char *) h + sizeof(h->super), 0, sizeof(*h) - sizeof(h->super));
+    h->local = MPI_COMM_NULL;
+    h->leaders = MPI_COMM_NULL;
+}
+
+static void hier_destruct(hier_module_t *h)
+{
+    if (MPI_COMM_NULL != h->leaders) {
+        ompi_comm_free(&h->leaders);
+    }
+    if (MPI_COMM_NULL != h->local) {
+        ompi_comm_free(&h->local);
+    }
+    free(h->node_of);
+    free(h->lrank_of);
+    free(h->tmp);
+    if (NULL != h->prev_allreduce_module) {
+        OBJ_RELEASE(h->prev_allreduce_module);
+    }
+    if (NULL != h->prev_reduce_module) {
+        OBJ_RELEASE(h->prev_reduce_module);
+    }
+    if (NULL != h->prev_bcast_module) {
+        OBJ_RELEASE(h->prev_bcast_module);
+    }
+    if (NULL != h->prev_barrier_module) {
+        OBJ_RELEASE(h->prev_barrier_module);
+    }
+}
+
+static OBJ_CLASS_INSTANCE(hier_module_t, mca_coll_base_module_t, hier_construct, hier_destruct);
+
+static int hier_disable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
+{
+    (void) module;
+    (void) comm;
+    return OMPI_SUCCESS;
+}
+
+static int hier_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
+{
+    hier_module_t *h = (hier_module_t *) module;
+    /* Everything we replace, saved before anything is touched. */
+    h->prev_allreduce = comm->c_coll->coll_allreduce;
+    h->prev_allreduce_module = comm->c_coll->coll_allreduce_module;
+    h->prev_reduce = comm->c_coll->coll_reduce;
+    h->prev_reduce_module = comm->c_coll->coll_reduce_module;
+    h->prev_bcast = comm->c_coll->coll_bcast;
+    h->prev_bcast_module = comm->c_coll->coll_bcast_module;
+    h->prev_barrier = comm->c_coll->coll_barrier;
+    h->prev_barrier_module = comm->c_coll->coll_barrier_module;
+    if (NULL == h->prev_allreduce || NULL == h->prev_allreduce_module || NULL == h->prev_reduce
+        || NULL == h->prev_reduce_module || NULL == h->prev_bcast
+        || NULL == h->prev_bcast_module || NULL == h->prev_barrier
+        || NULL == h->prev_barrier_module || NULL == comm->c_coll->coll_allgather) {
+        h->prev_allreduce_module = h->prev_reduce_module = NULL;
+        h->prev_bcast_module = h->prev_barrier_module = NULL;
+        return OMPI_ERROR;
+    }
+    OBJ_RETAIN(h->prev_allreduce_module);
+    OBJ_RETAIN(h->prev_reduce_module);
+    OBJ_RETAIN(h->prev_bcast_module);
+    OBJ_RETAIN(h->prev_barrier_module);
+    return OMPI_SUCCESS;
+}
+
+/* The sub-communicators and the node layout. Collective over comm. */
+static int hier_setup(hier_module_t *h, ompi_communicator_t *comm)
+{
+    mca_coll_offload_component_t *c = &mca_coll_offload_component;
+    int size = ompi_comm_size(comm), rank = ompi_comm_rank(comm);
+    h->state = HIER_SETTING_UP;
+    opal_info_t info;
+    OBJ_CONSTRUCT(&info, opal_info_t);
+    int rc = ompi_comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, &info, &h->local);
+    if (OMPI_SUCCESS == rc) {
+        h->lrank = ompi_comm_rank(h->local);
+        /* coll/offload stays out of the leaders' communicator: it spans nodes
+         * and would split again. */
+        rc = opal_info_set(&info, "ompi_comm_coll_preference", "^offload");
+    }
+    if (OMPI_SUCCESS == rc) {
+        rc = ompi_comm_split_with_info(comm, 0 == h->lrank ? 0 : MPI_UNDEFINED, rank, &info,
+                                       &h->leaders, false);
+    }
+    OBJ_DESTRUCT(&info);
+    int mine[2] = { -1, -1 };
+    int *all = NULL;
+    if (OMPI_SUCCESS == rc) {
+        mine[0] = h->lrank;
+        mine[1] = MPI_COMM_NULL != h->leaders ? ompi_comm_rank(h->leaders) : -1;
+        rc = h->local->c_coll->coll_bcast(&mine[1], 1, &ompi_mpi_int.dt, 0, h->local,
+                                           h->local->c_coll->coll_bcast_module);
+    }
+    if (OMPI_SUCCESS == rc) {
+        all = malloc(sizeof(int) * 2 * (size_t) size);
+        h->node_of = malloc(sizeof(int) * (size_t) size);
+        h->lrank_of = malloc(sizeof(int) * (size_t) size);
+        rc = (NULL == all || NULL == h->node_of || NULL == h->lrank_of)
+                 ? OMPI_ERR_OUT_OF_RESOURCE
+                 : OMPI_SUCCESS;
+    }
+    /* Every rank joins this one, whatever happened before on it: with the
+     * layout it carries every rank's verdict (a -1 node), so all agree. */
+    int dummy[2 * 64];
+    int *into = NULL != all ? all : (size <= 64 ? dummy : NULL);
+    if (NULL == into) {
+        /* Cannot even agree: nothing sensible is left but the error. */
+        h->state = HIER_DISABLED;
+        free(all);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    if (OMPI_SUCCESS != rc) {
+        mine[0] = mine[1] = -1;
+    }
+    int arc = comm->c_coll->coll_allgather(mine, 2, &ompi_mpi_int.dt, into, 2, &ompi_mpi_int.dt,
+                                           comm, comm->c_coll->coll_allgather_module);
+    int ok = OMPI_SUCCESS == arc && NULL != all;
+    int nnodes = 0;
+    for (int r = 0; r < size && ok; ++r) {
+        ok = into[2 * r] >= 0 && into[2 * r + 1] >= 0;
+        if (ok) {
+            h->lrank_of[r] = into[2 * r];
+            h->node_of[r] = into[2 * r + 1];
+            nnodes = h->node_of[r] + 1 > nnodes ? h->node_of[r] + 1 : nnodes;
+        }
+    }
+    free(all);
+    if (!ok) {
+        opal_output_verbose(1, c->output,
+                            "coll:offload: %s: node-aware set-up failed on some rank; "
+                            "everything goes to the fallback",
+                            comm->c_name);
+        h->state = HIER_DISABLED;
+        return OMPI_SUCCESS == arc ? OMPI_SUCCESS : arc;
+    }
+    h->nnodes = nnodes;
+    if (nnodes == size) {
+        /* One rank per node: nothing to combine on a node. */
+        opal_output_verbose(1, c->output,
+                            "coll:offload: %s: one rank per node, node-aware collectives "
+                            "would add a level for nothing; fallback",
+                            comm->c_name);
+        h->state = HIER_DISABLED;
+        return OMPI_SUCCESS;
+    }
+    opal_output_verbose(1, c->output,
+                        "coll:offload: %s (%d ranks on %d nodes): node-aware collectives "
+                        "ready (I am local rank %d%s)",
+                        comm->c_name, size, nnodes, h->lrank,
+                        0 == h->lrank ? ", a node leader" : "");
+    h->state = HIER_READY;
+    return OMPI_SUCCESS;
+}
+
+/* Set up if needed; 1 when the node-aware path may be taken. */
+static int hier_ready(hier_module_t *h, ompi_communicator_t *comm, int *rc)
+{
+    *rc = OMPI_SUCCESS;
+    if (OPAL_LIKELY(HIER_READY == h->state)) {
+        return 1;
+    }
+    if (HIER_UNSET == h->state) {
+        *rc = hier_setup(h, comm);
+        return HIER_READY == h->state;
+    }
+    return 0;
+}
+
+static int hier_reduction_ok(hier_module_t *h, ofl_coll_t coll, struct ompi_op_t *op,
+                             struct ompi_datatype_t *dtype, int count)
+{
+    /* Node-major combining order is not rank order: commutative ops only. */
+    if (!ompi_op_is_commute(op)) {
+        return OFL_R_USER_OP;
+    }
+    if ((size_t) count * dtype->super.size > mca_coll_offload_component.params.max_bytes[coll]) {
+        return OFL_R_SIZE;
+    }
+    (void) h;
+    return OFL_R_OFFLOAD;
+}
+
+static int hier_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                          struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                          mca_coll_base_module_t *module)
+{
+    hier_module_t *h = (hier_module_t *) module;
+    size_t bytes = (size_t) count * dtype->super.size;
+    int rc, why = HIER_DISABLED == h->state ? OFL_R_NIC : OFL_R_UNSET;
+    if (hier_ready(h, comm, &rc)) {
+        why = hier_reduction_ok(h, OFL_COLL_ALLREDUCE, op, dtype, count);
+    }
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    if (HIER_SETTING_UP == h->state || OFL_R_OFFLOAD != why) {
+        if (HIER_SETTING_UP != h->state) {
+            mca_coll_offload_note(OFL_KIND_BLOCKING, OFL_COLL_ALLREDUCE, why, bytes, comm);
+        }
+        return h->prev_allreduce(sbuf, rbuf, count, dtype, op, comm, h->prev_allreduce_module);
+    }
+    mca_coll_offload_note(OFL_KIND_BLOCKING, OFL_COLL_ALLREDUCE, OFL_R_OFFLOAD, bytes, comm);
+    ompi_communicator_t *lo = h->local;
+    if (0 == h->lrank) {
+        rc = lo->c_coll->coll_reduce(sbuf, rbuf, count, dtype, op, 0, lo,
+                                     lo->c_coll->coll_reduce_module);
+    } else {
+        /* Not the node's root: the receive buffer plays no part. */
+        rc = lo->c_coll->coll_reduce(MPI_IN_PLACE == sbuf ? rbuf : sbuf, NULL, count, dtype, op,
+                                     0, lo, lo->c_coll->coll_reduce_module);
+    }
+    if (OMPI_SUCCESS == rc && MPI_COMM_NULL != h->leaders) {
+        ompi_communicator_t *up = h->leaders;
+        rc = up->c_coll->coll_allreduce(MPI_IN_PLACE, rbuf, count, dtype, op, up,
+                                        up->c_coll->coll_allreduce_module);
+    }
+    if (OMPI_SUCCESS == rc) {
+        rc = lo->c_coll->coll_bcast(rbuf, count, dtype, 0, lo, lo->c_coll->coll_bcast_module);
+    }
+    return rc;
+}
+
+/* A leader's scratch buffer for `count` elements of dtype (grows only). */
+static void *hier_scratch(hier_module_t *h, int count, struct ompi_datatype_t *dtype)
+{
+    ptrdiff_t lb, extent, true_lb, true_extent;
+    ompi_datatype_get_extent(dtype, &lb, &extent);
+    ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
+    size_t need = (size_t) true_extent + (size_t) (count > 0 ? count - 1 : 0) * (size_t) extent;
+    if (need > h->tmp_bytes) {
+        void *p = realloc(h->tmp, need);
+        if (NULL == p) {
+            return NULL;
+        }
+        h->tmp = p;
+        h->tmp_bytes = need;
+    }
+    return (char *) h->tmp - true_lb;
+}
+
+static int hier_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                       struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
+                       mca_coll_base_module_t *module)
+{
+    hier_module_t *h = (hier_module_t *) module;
+    size_t bytes = (size_t) count * dtype->super.size;
+    int rc, why = HIER_DISABLED == h->state ? OFL_R_NIC : OFL_R_UNSET;
+    if (hier_ready(h, comm, &rc)) {
+        why = hier_reduction_ok(h, OFL_COLL_REDUCE, op, dtype, count);
+    }
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    if (HIER_SETTING_UP == h->state || OFL_R_OFFLOAD != why) {
+        if (HIER_SETTING_UP != h->state) {
+            mca_coll_offload_note(OFL_KIND_BLOCKING, OFL_COLL_REDUCE, why, bytes, comm);
+        }
+        return h->prev_reduce(sbuf, rbuf, count, dtype, op, root, comm, h->prev_reduce_module);
+    }
+    mca_coll_offload_note(OFL_KIND_BLOCKING, OFL_COLL_REDUCE, OFL_R_OFFLOAD, bytes, comm);
+    int rank = ompi_comm_rank(comm);
+    int root_node = h->node_of[root], root_lrank = h->lrank_of[root];
+    int my_node = h->node_of[rank];
+    ompi_communicator_t *lo = h->local;
+    /* Where a leader gathers its node's partial result: the root's own buffer
+     * when the leader is the root, scratch otherwise. Every rank knows whether
+     * its leader needs scratch, so an allocation failure is only the leader's;
+     * it still takes part (with NULL) and reports the error. */
+    void *acc = NULL;
+    int nomem = 0;
+    if (0 == h->lrank) {
+        acc = rank == root ? rbuf : hier_scratch(h, count, dtype);
+        nomem = NULL == acc;
+    }
+    const void *in = (rank == root && MPI_IN_PLACE == sbuf) ? rbuf : sbuf;
+    if (0 == h->lrank) {
+        rc = lo->c_coll->coll_reduce(rank == root && MPI_IN_PLACE == sbuf ? MPI_IN_PLACE : in,
+                                     acc, count, dtype, op, 0, lo,
+                                     lo->c_coll->coll_reduce_module);
+    } else {
+        rc = lo->c_coll->coll_reduce(in, NULL, count, dtype, op, 0, lo,
+                                     lo->c_coll->coll_reduce_module);
+    }
+    if (OMPI_SUCCESS == rc && MPI_COMM_NULL != h->leaders) {
+        ompi_communicator_t *up = h->leaders;
+        int is_root_leader = my_node == root_node;
+        rc = up->c_coll->coll_reduce(is_root_leader ? MPI_IN_PLACE : acc,
+                                     is_root_leader ? acc : NULL, count, dtype, op, root_node,
+                                     up, up->c_coll->coll_reduce_module);
+    }
+    if (OMPI_SUCCESS == rc && my_node == root_node && 0 != root_lrank) {
+        /* The root is not its node's leader: one local message carries it. */
+        if (0 == h->lrank) {
+            rc = MCA_PML_CALL(send(acc, count, dtype, root_lrank, MCA_COLL_BASE_TAG_REDUCE,
+                                   MCA_PML_BASE_SEND_STANDARD, lo));
+        } else if (rank == root) {
+            rc = MCA_PML_CALL(recv(rbuf, count, dtype, 0, MCA_COLL_BASE_TAG_REDUCE, lo,
+                                   MPI_STATUS_IGNORE));
+        }
+    }
+    return nomem && OMPI_SUCCESS == rc ? OMPI_ERR_OUT_OF_RESOURCE : rc;
+}
+
+static int hier_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                      struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    hier_module_t *h = (hier_module_t *) module;
+    size_t bytes = (size_t) count * dtype->super.size;
+    int rc, why = HIER_DISABLED == h->state ? OFL_R_NIC : OFL_R_UNSET;
+    if (hier_ready(h, comm, &rc)) {
+        why = bytes > mca_coll_offload_component.params.max_bytes[OFL_COLL_BCAST] ? OFL_R_SIZE
+                                                                                  : OFL_R_OFFLOAD;
+    }
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    if (HIER_SETTING_UP == h->state || OFL_R_OFFLOAD != why) {
+        if (HIER_SETTING_UP != h->state) {
+            mca_coll_offload_note(OFL_KIND_BLOCKING, OFL_COLL_BCAST, why, bytes, comm);
+        }
+        return h->prev_bcast(buf, count, dtype, root, comm, h->prev_bcast_module);
+    }
+    mca_coll_offload_note(OFL_KIND_BLOCKING, OFL_COLL_BCAST, OFL_R_OFFLOAD, bytes, comm);
+    int root_node = h->node_of[root], root_lrank = h->lrank_of[root];
+    int on_root_node = h->node_of[ompi_comm_rank(comm)] == root_node;
+    ompi_communicator_t *lo = h->local;
+    rc = OMPI_SUCCESS;
+    if (on_root_node && 0 != root_lrank) {
+        /* Up to the leader first (with everyone on the root's node). */
+        rc = lo->c_coll->coll_bcast(buf, count, dtype, root_lrank, lo,
+                                    lo->c_coll->coll_bcast_module);
+    }
+    if (OMPI_SUCCESS == rc && MPI_COMM_NULL != h->leaders) {
+        ompi_communicator_t *up = h->leaders;
+        rc = up->c_coll->coll_bcast(buf, count, dtype, root_node, up,
+                                    up->c_coll->coll_bcast_module);
+    }
+    if (OMPI_SUCCESS == rc && !(on_root_node && 0 != root_lrank)) {
+        rc = lo->c_coll->coll_bcast(buf, count, dtype, 0, lo, lo->c_coll->coll_bcast_module);
+    }
+    return rc;
+}
+
+static int hier_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    hier_module_t *h = (hier_module_t *) module;
+    int rc;
+    if (!hier_ready(h, comm, &rc) || HIER_SETTING_UP == h->state) {
+        if (OMPI_SUCCESS != rc) {
+            return rc;
+        }
+        if (HIER_SETTING_UP != h->state) {
+            mca_coll_offload_note(OFL_KIND_BLOCKING, OFL_COLL_BARRIER, OFL_R_NIC, 0, comm);
+        }
+        return h->prev_barrier(comm, h->prev_barrier_module);
+    }
+    mca_coll_offload_note(OFL_KIND_BLOCKING, OFL_COLL_BARRIER, OFL_R_OFFLOAD, 0, comm);
+    ompi_communicator_t *lo = h->local;
+    /* Everyone on the node is in; every node is in; let the node go. */
+    rc = lo->c_coll->coll_barrier(lo, lo->c_coll->coll_barrier_module);
+    if (OMPI_SUCCESS == rc && MPI_COMM_NULL != h->leaders) {
+        rc = h->leaders->c_coll->coll_barrier(h->leaders,
+                                              h->leaders->c_coll->coll_barrier_module);
+    }
+    if (OMPI_SUCCESS == rc) {
+        rc = lo->c_coll->coll_barrier(lo, lo->c_coll->coll_barrier_module);
+    }
+    return rc;
+}
+
+mca_coll_base_module_t *mca_coll_offload_hier_query(struct ompi_communicator_t *comm,
+                                                    int *priority)
+{
+    hier_module_t *h = OBJ_NEW(hier_module_t);
+    if (NULL == h) {
+        return NULL;
+    }
+    h->super.coll_module_enable = hier_enable;
+    h->super.coll_module_disable = hier_disable;
+    h->super.coll_allreduce = hier_allreduce;
+    h->super.coll_reduce = hier_reduce;
+    h->super.coll_bcast = hier_bcast;
+    h->super.coll_barrier = hier_barrier;
+    *priority = mca_coll_offload_component.params.priority;
+    (void) comm;
+    return &h->super;
+}
