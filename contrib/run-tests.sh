@@ -1,6 +1,7 @@
 #!/bin/sh
 # Set up (contrib/setup.sh), then run every test: the unit tests of the core
-# (no MPI) and the MPI tests under mpirun with the installed component.
+# (no MPI), the MPI tests under mpirun with the installed component, and the
+# multi-node MPI tests on hosts made of network namespaces (root only).
 # Last line: "N passed, M failed" (unit test programs + MPI checks + the
 # /dev/shm check).
 set -u
@@ -41,6 +42,18 @@ mpi_pass=$(echo "$mpi_out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\
 mpi_fail=$(echo "$mpi_out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\2/p')
 mpi_pass=${mpi_pass:-0}
 mpi_fail=${mpi_fail:-1}
+
+echo "== multi-node MPI tests (hosts made of network namespaces)"
+cl_log=$(mktemp)
+EXPECT_OFFLOAD=1 COLL_SELECTION="--mca op ^avx" sh test/mpi/run-cluster.sh "$top/test/mpi" \
+    > "$cl_log" 2>&1
+cat "$cl_log"
+cl_out=$(tail -n 1 "$cl_log")
+rm -f "$cl_log"
+cl_pass=$(echo "$cl_out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1/p')
+cl_fail=$(echo "$cl_out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\2/p')
+mpi_pass=$((mpi_pass + ${cl_pass:-0}))
+mpi_fail=$((mpi_fail + ${cl_fail:-1}))
 
 shm_after=$(ls /dev/shm 2>/dev/null | grep -c coll_offload || true)
 shm_pass=1

@@ -98,8 +98,46 @@ run() {
     total_fail=$((total_fail + f))
 }
 
+# run_ends NAME NP EXTRA_MPIRUN_ARGS PROGRAM_ARGS...: a job that must end by
+# itself (any exit status) well within the timeout: one check.
+run_ends() {
+    local prog=$1 np=$2 extra=$3
+    shift 3
+    local log="$LOGDIR/$prog.np$np.ends.log" t0 rc secs
+    t0=$(date +%s)
+    # shellcheck disable=SC2086
+    timeout -k 15 "$TEST_TIMEOUT" $MPIRUN $MPIRUN_ARGS -np "$np" $COLL_SELECTION $extra \
+        "$BINDIR/$prog" "$@" >"$log" 2>&1 </dev/null
+    rc=$?
+    secs=$(( $(date +%s) - t0 ))
+    # (137 is also how mpirun reports a rank killed by SIGKILL: judge by time.)
+    if [ "$rc" = 124 ] || [ "$secs" -ge "$TEST_TIMEOUT" ]; then
+        printf '%-8s %-38s %9s passed, %s failed  (%ss)\n' '[FAIL]' "$prog np=$np $* (ends)" 0 1 \
+            "$secs"
+        echo "         still running after ${TEST_TIMEOUT}s: a hang; log: $log"
+        total_fail=$((total_fail + 1))
+    else
+        printf '%-8s %-38s %9s passed, %s failed  (%ss, exit %s)\n' '[ ok ]' \
+            "$prog np=$np $* (ends)" 1 0 "$secs" "$rc"
+        total_pass=$((total_pass + 1))
+    fi
+}
+
 echo "MPI tests: bin=$BINDIR mpirun='$MPIRUN $MPIRUN_ARGS' selection='$COLL_SELECTION'" \
      "expect_offload=$EXPECT_OFFLOAD logs=$LOGDIR"
+if [ "${SUITE:-node}" = cluster ]; then
+    # Across hosts (run-cluster.sh): NP ranks placed by MPIRUN_ARGS.
+    # shellcheck disable=SC2086
+    run t_coll "$NP" "" --quick $expect
+    run t_leak "$NP" ""
+    # A rank SIGKILLed on the last host before a collective: without
+    # --enable-recovery Open MPI ends the whole job; it must not hang.
+    TEST_TIMEOUT=60 run_ends t_fault "$NP" "" kill
+    echo "total time $(( $(date +%s) - start_all ))s"
+    echo "$total_pass passed, $total_fail failed"
+    [ "$total_fail" -eq 0 ]
+    exit
+fi
 for np in 1 2 3 4 7 8; do
     if [ "$np" -ge 7 ]; then
         # shellcheck disable=SC2086

@@ -1,0 +1,76 @@
+#!/bin/sh
+# Runs the multi-node MPI tests of coll/offload on a cluster of network
+# namespaces made on this machine (contrib/cluster.sh), and takes it down
+# again however the tests end.
+#
+# Usage: run-cluster.sh [BINDIR]
+#   BINDIR   directory holding t_coll, t_leak, t_fault (default: this script's)
+# Environment: COLL_SELECTION, EXPECT_OFFLOAD, TEST_TIMEOUT, LOGDIR as for run.sh.
+#
+#   3 hosts x 2 ranks  the correctness matrix (node-aware collectives: the two
+#                      ranks of a host combine through the software NIC, the
+#                      hosts through tcp), with the offload counters asserted;
+#                      communicator churn (t_leak); a rank SIGKILLed on another
+#                      host mid-collective ends the job within a minute
+#   4 hosts x 1 rank   the matrix again (one rank per node: nothing to combine
+#                      on a node, so everything goes to the fallback)
+#
+# Needs root (network namespaces), ip and unshare; otherwise says why it skips.
+# Last line: "N passed, M failed".
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+BINDIR=${1:-$here}
+top=$(cd "$here/../.." && pwd)
+cluster="$top/contrib/cluster.sh"
+export OFL_CLUSTER_DIR=${OFL_CLUSTER_DIR:-/tmp/ofl-cluster.$$}
+EXPECT_OFFLOAD=${EXPECT_OFFLOAD:-0}
+
+skip() {
+    echo "multi-node tests skipped: $*"
+    echo "0 passed, 0 failed"
+    exit 0
+}
+
+[ "$(id -u)" = 0 ] || skip "not root (network namespaces need it)"
+command -v ip >/dev/null 2>&1 || skip "no ip command (iproute2)"
+command -v unshare >/dev/null 2>&1 || skip "no unshare command (util-linux)"
+ip netns list >/dev/null 2>&1 || skip "network namespaces unavailable"
+
+trap 'sh "$cluster" down >/dev/null 2>&1' EXIT INT TERM
+
+total_pass=0
+total_fail=0
+
+# add "summary line": fold run.sh's last line into the totals.
+add() {
+    p=$(echo "$1" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1/p')
+    f=$(echo "$1" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\2/p')
+    total_pass=$((total_pass + ${p:-0}))
+    total_fail=$((total_fail + ${f:-1}))
+}
+
+# suite NAME HOSTS RANKS_PER_HOST EXPECT: run run.sh's cluster suite on a fresh
+# cluster (EXPECT: assert the offload counters).
+suite() {
+    name=$1 hosts=$2 ppn=$3 want=$4
+    echo "== $name: $hosts hosts x $ppn rank(s)"
+    if ! OFL_CLUSTER_SLOTS=$ppn sh "$cluster" up "$hosts"; then
+        echo "[FAIL]   cluster of $hosts hosts did not come up"
+        total_fail=$((total_fail + 1))
+        return
+    fi
+    out=$(MPIRUN="$OFL_CLUSTER_DIR/mpirun" MPIRUN_ARGS="--map-by ppr:$ppn:node" \
+          SUITE="cluster" NP=$((hosts * ppn)) EXPECT_OFFLOAD=$want \
+          bash "$here/run.sh" "$BINDIR")
+    echo "$out" | sed '$d'
+    add "$(echo "$out" | tail -n 1)"
+    sh "$cluster" down >/dev/null 2>&1
+}
+
+start=$(date +%s)
+suite "3x2" 3 2 "$EXPECT_OFFLOAD"
+suite "4x1" 4 1 0
+echo "multi-node tests: $(( $(date +%s) - start ))s"
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]
