@@ -35,7 +35,14 @@ skip() {
 [ "$(id -u)" = 0 ] || skip "not root (network namespaces need it)"
 command -v ip >/dev/null 2>&1 || skip "no ip command (iproute2)"
 command -v unshare >/dev/null 2>&1 || skip "no unshare command (util-linux)"
-ip netns list >/dev/null 2>&1 || skip "network namespaces unavailable"
+probe=ofl-probe-$$
+if ! ip netns add "$probe" >/dev/null 2>&1; then
+    skip "cannot create a network namespace here (ip netns add failed)"
+fi
+ip netns del "$probe" >/dev/null 2>&1
+if ! unshare --uts --mount true >/dev/null 2>&1; then
+    skip "cannot unshare the UTS and mount namespaces here"
+fi
 
 trap 'sh "$cluster" down >/dev/null 2>&1' EXIT INT TERM
 
