@@ -7,6 +7,9 @@
 #                                   (a hostfile with `slots` per host, the rsh
 #                                   agent below, tcp restricted to the cluster)
 #   contrib/cluster.sh exec I CMD   run CMD on host I
+#   contrib/cluster.sh loss PCT     drop PCT% of the packets every host sends (an
+#                                   eBPF tc filter, contrib/loss.bpf.c; needs clang)
+#   contrib/cluster.sh dropped      packets the loss filters dropped so far
 #   contrib/cluster.sh down         remove everything (safe to repeat)
 #
 # `up` also writes $OFL_CLUSTER_DIR/mpirun, a launcher for tools that take the
@@ -107,6 +110,7 @@ EOF
     printf '#!/bin/sh\nexec "%s/cluster.sh" mpirun "$@"\n' "$dir" > "$dir/mpirun"
     chmod +x "$dir/mpirun"
     cp "$0" "$dir/cluster.sh"
+    cp "$(cd "$(dirname "$0")" && pwd)/loss.bpf.c" "$dir/" 2>/dev/null || true
     chmod +x "$dir/cluster.sh"
     # Everyone can reach everyone before a job depends on it (when ping exists).
     if command -v ping >/dev/null 2>&1; then
@@ -136,6 +140,41 @@ down() {
     echo "cluster.sh: down"
 }
 
+loss() {
+    pct=$1
+    case "$pct" in
+        ''|*[!0-9]*) die "loss: PCT must be a whole number" ;;
+    esac
+    n=$(host_count)
+    command -v clang >/dev/null || die "loss: clang is needed to build the filter"
+    src=$(cd "$(dirname "$0")" && pwd)/loss.bpf.c
+    [ -f "$src" ] || src="$dir/loss.bpf.c"
+    clang -O2 -target bpf -I/usr/include/"$(uname -m)"-linux-gnu -DLOSS_PCT="$pct" \
+        -c "$src" -o "$dir/loss.o" || die "loss: cannot build the filter"
+    i=0
+    while [ "$i" -lt "$n" ]; do
+        ip netns exec "$prefix$i" tc qdisc replace dev eth0 clsact
+        ip netns exec "$prefix$i" tc filter replace dev eth0 egress pref 1 handle 1 \
+            bpf da obj "$dir/loss.o" sec tc
+        i=$((i + 1))
+    done
+    echo "cluster.sh: every host drops about $pct% of what it sends"
+}
+
+dropped() {
+    n=$(host_count)
+    total=0
+    i=0
+    while [ "$i" -lt "$n" ]; do
+        d=$(ip netns exec "$prefix$i" tc -s qdisc show dev eth0 2>/dev/null \
+            | awk '/clsact/ { c = 1; next } c && /dropped/ { sub(/.*dropped /, ""); \
+                   sub(/,.*/, ""); print; exit }')
+        total=$((total + ${d:-0}))
+        i=$((i + 1))
+    done
+    echo "$total"
+}
+
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 case "$cmd" in
@@ -144,6 +183,12 @@ case "$cmd" in
         ;;
     down)
         down
+        ;;
+    loss)
+        loss "${1:-}"
+        ;;
+    dropped)
+        dropped
         ;;
     exec)
         [ $# -ge 2 ] || die "exec: usage: exec I CMD"

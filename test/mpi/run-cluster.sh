@@ -14,6 +14,8 @@
 #                      host mid-collective ends the job within a minute
 #   4 hosts x 1 rank   the matrix again (one rank per node: nothing to combine
 #                      on a node, so everything goes to the fallback)
+#   3 hosts x 2 ranks, 1% of every host's packets dropped (eBPF tc filter):
+#                      the matrix still right, no hang (TCP retransmits: slow)
 #
 # Needs root (network namespaces), ip and unshare; otherwise says why it skips.
 # Last line: "N passed, M failed".
@@ -57,27 +59,54 @@ add() {
     total_fail=$((total_fail + ${f:-1}))
 }
 
-# suite NAME HOSTS RANKS_PER_HOST EXPECT: run run.sh's cluster suite on a fresh
-# cluster (EXPECT: assert the offload counters).
+# suite NAME HOSTS RANKS_PER_HOST EXPECT [LOSS_PCT]: run run.sh's cluster suite
+# (SUITE=cluster, or SUITE=cluster-loss: the matrix only) on a fresh cluster.
+# EXPECT: assert the offload counters. LOSS_PCT: every host drops that share of
+# what it sends, and the filter must have dropped something.
 suite() {
-    name=$1 hosts=$2 ppn=$3 want=$4
-    echo "== $name: $hosts hosts x $ppn rank(s)"
+    name=$1 hosts=$2 ppn=$3 want=$4 pct=${5:-}
+    echo "== $name: $hosts hosts x $ppn rank(s)${pct:+, $pct% packet loss}"
     if ! OFL_CLUSTER_SLOTS=$ppn sh "$cluster" up "$hosts"; then
         echo "[FAIL]   cluster of $hosts hosts did not come up"
         total_fail=$((total_fail + 1))
         return
     fi
+    kind=cluster
+    if [ -n "$pct" ]; then
+        kind=cluster-loss
+        if ! sh "$cluster" loss "$pct"; then
+            echo "[FAIL]   cannot install the packet loss filter"
+            total_fail=$((total_fail + 1))
+            sh "$cluster" down >/dev/null 2>&1
+            return
+        fi
+    fi
     out=$(MPIRUN="$OFL_CLUSTER_DIR/mpirun" MPIRUN_ARGS="--map-by ppr:$ppn:node" \
-          SUITE="cluster" NP=$((hosts * ppn)) EXPECT_OFFLOAD=$want \
+          SUITE="$kind" NP=$((hosts * ppn)) EXPECT_OFFLOAD=$want \
           bash "$here/run.sh" "$BINDIR")
     echo "$out" | sed '$d'
     add "$(echo "$out" | tail -n 1)"
+    if [ -n "$pct" ]; then
+        d=$(sh "$cluster" dropped)
+        if [ "${d:-0}" -gt 0 ]; then
+            echo "[ ok ]   the loss filter dropped $d packets"
+            total_pass=$((total_pass + 1))
+        else
+            echo "[FAIL]   the loss filter dropped nothing: the loss test proved nothing"
+            total_fail=$((total_fail + 1))
+        fi
+    fi
     sh "$cluster" down >/dev/null 2>&1
 }
 
 start=$(date +%s)
 suite "3x2" 3 2 "$EXPECT_OFFLOAD"
 suite "4x1" 4 1 0
+if command -v clang >/dev/null 2>&1; then
+    suite "3x2-loss" 3 2 "$EXPECT_OFFLOAD" 1
+else
+    echo "== packet loss test skipped: no clang to build the eBPF filter"
+fi
 echo "multi-node tests: $(( $(date +%s) - start ))s"
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

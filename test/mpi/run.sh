@@ -125,6 +125,14 @@ run_ends() {
 
 echo "MPI tests: bin=$BINDIR mpirun='$MPIRUN $MPIRUN_ARGS' selection='$COLL_SELECTION'" \
      "expect_offload=$EXPECT_OFFLOAD logs=$LOGDIR"
+if [ "${SUITE:-node}" = cluster-loss ]; then
+    # shellcheck disable=SC2086
+    run t_coll "$NP" "" --quick $expect
+    echo "total time $(( $(date +%s) - start_all ))s"
+    echo "$total_pass passed, $total_fail failed"
+    [ "$total_fail" -eq 0 ]
+    exit
+fi
 if [ "${SUITE:-node}" = cluster ]; then
     # Across hosts (run-cluster.sh): NP ranks placed by MPIRUN_ARGS.
     # shellcheck disable=SC2086
