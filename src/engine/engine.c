@@ -223,7 +223,8 @@ static int fire(const ofl_inst_t *inst, const ofl_desc_t *d, uint32_t round, uin
         const ofl_cp_t *c = &p->cps[d->first_cp + k];
         uint64_t item = (OFL_CNT_DATA == c->cnt) ? item_out(inst, c->peer, c->chan, round, c->k)
                                                  : item_in(inst, c->peer, c->chan, round, c->k);
-        nic->ops->bump(nic, c->cnt, p->peers[c->peer], c->chan, item);
+        nic->ops->bump(nic, c->cnt, p->peers[c->peer], c->chan, item,
+                       OFL_CNT_DATA == c->cnt ? (uint64_t) len : 0);
     }
     if (inst->ring) {
         int last = -1;

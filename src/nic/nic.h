@@ -22,8 +22,10 @@ typedef struct {
     uint64_t (*counter)(ofl_nic_t *nic, int cnt, int peer, int chan);
     /* The CP flag: raise counter `cnt` at `peer` (the one I feed) to item + 1,
      * after every store of the descriptor's data (release). Items on an edge are
-     * raised in order, so this is the same as counting by one. */
-    void (*bump)(ofl_nic_t *nic, int cnt, int peer, int chan, uint64_t item);
+     * raised in order, so this is the same as counting by one. `len`: for DATA,
+     * the bytes the descriptor stored in the item's outbox slot — a backend whose
+     * outbox is local staging (a network) moves them now; 0 for CREDIT. */
+    void (*bump)(ofl_nic_t *nic, int cnt, int peer, int chan, uint64_t item, uint64_t len);
     /* My mailbox slot holding item `item` of stream (peer -> me, chan). */
     void *(*inbox)(ofl_nic_t *nic, int peer, int chan, uint64_t item);
     /* `peer`'s mailbox slot for item `item` of stream (me -> peer, chan). */

@@ -134,8 +134,9 @@ static uint64_t sn_counter(ofl_nic_t *b, int cnt, int peer, int chan)
     return atomic_load_explicit(credit_at(nic, b->rank, peer, chan), memory_order_acquire);
 }
 
-static void sn_bump(ofl_nic_t *b, int cnt, int peer, int chan, uint64_t item)
+static void sn_bump(ofl_nic_t *b, int cnt, int peer, int chan, uint64_t item, uint64_t len)
 {
+    (void) len;   /* the data is in the peer's slot already */
     ofl_softnic_t *nic = (ofl_softnic_t *) b;
     _Atomic uint64_t *c = (OFL_CNT_DATA == cnt)
                               ? (_Atomic uint64_t *) slot_at(nic, peer, b->rank, chan, item)

@@ -2902,14 +2902,14 @@ static void test_softnic_api(void)
                  && 0 == na->ops->counter(na, OFL_CNT_CREDIT, 1, c);
     }
     CHECK(NCH == fresh, "fresh counters");
-    na->ops->bump(na, OFL_CNT_DATA, 1, 0, 0);
-    na->ops->bump(na, OFL_CNT_DATA, 1, 0, 1);
+    na->ops->bump(na, OFL_CNT_DATA, 1, 0, 0, 0);
+    na->ops->bump(na, OFL_CNT_DATA, 1, 0, 1, 0);
     CHECK(2 == nb->ops->counter(nb, OFL_CNT_DATA, 0, 0)
               && 0 == nb->ops->counter(nb, OFL_CNT_DATA, 0, 1)
               && 0 == nb->ops->counter(nb, OFL_CNT_CREDIT, 0, 0)
               && 0 == na->ops->counter(na, OFL_CNT_DATA, 1, 0)
               && 0 == na->ops->counter(na, OFL_CNT_DATA, 1, 1), "bump lands at the peer only");
-    na->ops->bump(na, OFL_CNT_DATA, 1, 1, 0);
+    na->ops->bump(na, OFL_CNT_DATA, 1, 1, 0, 0);
     CHECK(1 == nb->ops->counter(nb, OFL_CNT_DATA, 0, 1)
               && 2 == nb->ops->counter(nb, OFL_CNT_DATA, 0, 0), "channels not independent");
     /* Mailboxes: my outbox to b is b's inbox from me; slots wrap with the item;
@@ -2957,7 +2957,7 @@ static void test_softnic_api(void)
               && nb->ops->reached(nb, OFL_CNT_DATA, 0, 1, 1)
               && !nb->ops->reached(nb, OFL_CNT_DATA, 0, 1, 2)
               && !na->ops->reached(na, OFL_CNT_DATA, 1, 0, 1), "reached(DATA) off its count");
-    na->ops->bump(na, OFL_CNT_DATA, 1, 0, 2);   /* item 2 reuses the slot of item 0 */
+    na->ops->bump(na, OFL_CNT_DATA, 1, 0, 2, 0);   /* item 2 reuses the slot of item 0 */
     CHECK(3 == nb->ops->counter(nb, OFL_CNT_DATA, 0, 0)
               && nb->ops->reached(nb, OFL_CNT_DATA, 0, 0, 3)
               && !nb->ops->reached(nb, OFL_CNT_DATA, 0, 0, 4)
@@ -2965,14 +2965,14 @@ static void test_softnic_api(void)
               && 0xf0 == ((uint8_t *) nb->ops->inbox(nb, 0, 0, 2))[5], "slot reuse");
     /* CREDIT: its own line per channel; a cached value must neither hide a later
      * bump nor answer for the other channel. */
-    nb->ops->bump(nb, OFL_CNT_CREDIT, 0, 0, 0);
+    nb->ops->bump(nb, OFL_CNT_CREDIT, 0, 0, 0, 0);
     CHECK(1 == na->ops->counter(na, OFL_CNT_CREDIT, 1, 0)
               && na->ops->reached(na, OFL_CNT_CREDIT, 1, 0, 1)
               && !na->ops->reached(na, OFL_CNT_CREDIT, 1, 0, 2)
               && !na->ops->reached(na, OFL_CNT_CREDIT, 1, 1, 1)
               && 0 == na->ops->counter(na, OFL_CNT_CREDIT, 1, 1), "reached(CREDIT) off its count");
-    nb->ops->bump(nb, OFL_CNT_CREDIT, 0, 0, 4);
-    nb->ops->bump(nb, OFL_CNT_CREDIT, 0, 1, 1);
+    nb->ops->bump(nb, OFL_CNT_CREDIT, 0, 0, 4, 0);
+    nb->ops->bump(nb, OFL_CNT_CREDIT, 0, 1, 1, 0);
     CHECK(5 == na->ops->counter(na, OFL_CNT_CREDIT, 1, 0)
               && na->ops->reached(na, OFL_CNT_CREDIT, 1, 0, 5)
               && !na->ops->reached(na, OFL_CNT_CREDIT, 1, 0, 6)
@@ -3024,7 +3024,7 @@ static void test_softnic_api(void)
                 }
                 /* A CREDIT bump by the feeder dst lands in owner src's line. */
                 ofl_nic_t *fd = &m[dst].base;
-                fd->ops->bump(fd, OFL_CNT_CREDIT, src, c, (uint64_t) (10 * dst + src + c));
+                fd->ops->bump(fd, OFL_CNT_CREDIT, src, c, (uint64_t) (10 * dst + src + c), 0);
                 uint64_t v;
                 memcpy(&v, m[src].mem + m[src].off_counters
                                + ((uint64_t) (src * 3 + dst) * NCH + (uint64_t) c) * 64,
@@ -3033,7 +3033,7 @@ static void test_softnic_api(void)
                 placed += v == (uint64_t) (10 * dst + src + c + 1);
                 /* A DATA bump by src lands in the stamp of dst's slot. */
                 ofl_nic_t *fs = &m[src].base;
-                fs->ops->bump(fs, OFL_CNT_DATA, dst, c, 4);
+                fs->ops->bump(fs, OFL_CNT_DATA, dst, c, 4, 0);
                 memcpy(&v, (uint8_t *) m[dst].base.ops->inbox(&m[dst].base, src, c, 4) - 16,
                        sizeof(v));
                 tried++;
@@ -3081,7 +3081,7 @@ static void test_softnic_byref(void)
               && 0 == nb->ops->counter(nb, OFL_CNT_DATA, 0, 0)
               && 0 == na->ops->counter(na, OFL_CNT_CREDIT, 1, 1) && 0x77 == other[0]
               && 0x77 == other[63], "put_ref moved a counter or wrote another slot");
-    na->ops->bump(na, OFL_CNT_DATA, 1, 1, 0);
+    na->ops->bump(na, OFL_CNT_DATA, 1, 1, 0, 0);
     static uint8_t dst[5000];
     memset(dst, SENTINEL, sizeof(dst));
     CHECK(0 == nb->ops->get(nb, 0, 1, 0, 0, dst, 4000) && 0 == memcmp(dst, src + 100, 4000)

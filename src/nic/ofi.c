@@ -1,0 +1,479 @@
+/*
+ * coll/offload — the libfabric NIC backend (see ofi.h).
+ */
+#include "nic/ofi.h"
+
+#include <errno.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/program.h"
+
+#define CH OFL_CHANNELS
+#define NAME_MAX_BYTES 256
+#define MIN_WRITE 8   /* an item of no payload still lands (and counts) */
+
+/* A rank's blob: its endpoint name, then for every stream it receives (src,
+ * chan) where the mailbox region is and its key, then its credit region. */
+typedef struct {
+    uint32_t name_len;
+    uint32_t size;
+    uint8_t name[NAME_MAX_BYTES];
+    uint64_t credit_base;
+    uint64_t credit_key;
+    uint64_t mbox[];          /* [src * CH + chan] pairs: base, key */
+} blob_t;
+
+struct ofl_ofi {
+    ofl_nic_t base;           /* first: the engine's view */
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_av *av;
+    struct fid_cq *cq;
+    struct fid_ep *ep;
+    struct fid_cntr **cntr;   /* [src * CH + chan]: DATA counters, counted by the NIC */
+    struct fid_mr **mr_mbox;  /* [src * CH + chan] */
+    struct fid_mr *mr_credit;
+    struct fid_mr *mr_staging;
+    uint8_t *mbox;            /* [src][chan][slot] */
+    _Atomic uint64_t *credit; /* [feeder * CH + chan] */
+    uint8_t *staging;         /* [dst][chan][slot] */
+    fi_addr_t *addr;          /* [rank] */
+    uint64_t *r_mbox_base;    /* [dst * CH + chan]: dst's region for stream (me, chan) */
+    uint64_t *r_mbox_key;
+    uint64_t *r_credit_addr;  /* [dst]: dst's credit word base (index me * CH + chan) */
+    uint64_t *r_credit_key;
+    uint64_t *data_seen;      /* [src * CH + chan]: last counter value read */
+    int virt_addr;            /* remote addresses are virtual addresses, not offsets */
+    int prov_key;
+    int connected;
+    int poisoned;             /* dead rank + 1 */
+    uint64_t writes;
+    uint64_t bytes;
+};
+
+static size_t blob_bytes(int size)
+{
+    return sizeof(blob_t) + sizeof(uint64_t) * 2 * (size_t) size * CH;
+}
+
+static inline size_t stream(const ofl_ofi_t *o, int peer, int chan)
+{
+    (void) o;
+    return (size_t) peer * CH + (size_t) chan;
+}
+
+static inline uint8_t *mbox_slot(ofl_ofi_t *o, int src, int chan, uint64_t item)
+{
+    size_t slot = (size_t) (item % (uint64_t) o->base.slots);
+    return o->mbox + (stream(o, src, chan) * (size_t) o->base.slots + slot) * o->base.slot_bytes;
+}
+
+static inline uint8_t *staging_slot(ofl_ofi_t *o, int dst, int chan, uint64_t item)
+{
+    size_t slot = (size_t) (item % (uint64_t) o->base.slots);
+    return o->staging
+           + (stream(o, dst, chan) * (size_t) o->base.slots + slot) * o->base.slot_bytes;
+}
+
+/* Drain the completion queue (writes are fire-and-forget: credits order slot
+ * reuse) and, for providers that need it, drive progress. */
+static void poll_cq(ofl_ofi_t *o)
+{
+    struct fi_cq_entry e[16];
+    for (;;) {
+        ssize_t n = fi_cq_read(o->cq, e, 16);
+        if (n > 0) {
+            continue;
+        }
+        if (-FI_EAVAIL == n) {
+            struct fi_cq_err_entry err;
+            memset(&err, 0, sizeof(err));
+            fi_cq_readerr(o->cq, &err, 0);
+            o->poisoned = o->poisoned ? o->poisoned : 1;   /* a write failed */
+            continue;
+        }
+        return;
+    }
+}
+
+static int ofi_reached(ofl_nic_t *b, int cnt, int peer, int chan, uint64_t threshold)
+{
+    ofl_ofi_t *o = (ofl_ofi_t *) b;
+    if (0 == threshold) {
+        return 1;
+    }
+    size_t s = stream(o, peer, chan);
+    if (OFL_CNT_DATA == cnt) {
+        if (o->data_seen[s] >= threshold) {
+            return 1;
+        }
+        poll_cq(o);
+        uint64_t v = fi_cntr_read(o->cntr[s]);
+        o->data_seen[s] = v;
+        if (v >= threshold) {
+            atomic_thread_fence(memory_order_acquire);
+            return 1;
+        }
+        return 0;
+    }
+    if (atomic_load_explicit(&o->credit[s], memory_order_acquire) >= threshold) {
+        return 1;
+    }
+    poll_cq(o);
+    return atomic_load_explicit(&o->credit[s], memory_order_acquire) >= threshold;
+}
+
+static uint64_t ofi_counter(ofl_nic_t *b, int cnt, int peer, int chan)
+{
+    ofl_ofi_t *o = (ofl_ofi_t *) b;
+    size_t s = stream(o, peer, chan);
+    return OFL_CNT_DATA == cnt ? fi_cntr_read(o->cntr[s])
+                               : atomic_load_explicit(&o->credit[s], memory_order_acquire);
+}
+
+/* Post an RMA write, retrying while the provider is busy. */
+static void post_write(ofl_ofi_t *o, const void *src, size_t len, int peer, uint64_t raddr,
+                       uint64_t key, int inject)
+{
+    for (;;) {
+        ssize_t rc = inject ? fi_inject_write(o->ep, src, len, o->addr[peer], raddr, key)
+                            : fi_write(o->ep, src, len, fi_mr_desc(o->mr_staging), o->addr[peer],
+                                       raddr, key, NULL);
+        if (0 == rc) {
+            o->writes++;
+            o->bytes += len;
+            return;
+        }
+        if (-FI_EAGAIN != rc) {
+            o->poisoned = o->poisoned ? o->poisoned : peer + 1;
+            return;
+        }
+        poll_cq(o);
+    }
+}
+
+static void ofi_bump(ofl_nic_t *b, int cnt, int peer, int chan, uint64_t item, uint64_t len)
+{
+    ofl_ofi_t *o = (ofl_ofi_t *) b;
+    size_t s = stream(o, peer, chan);
+    if (OFL_CNT_DATA == cnt) {
+        /* The item's bytes, from the outbox to the peer's mailbox slot; the
+         * write landing is the count (the peer's counter for the stream). */
+        size_t slot = (size_t) (item % (uint64_t) b->slots);
+        uint64_t off = (uint64_t) slot * b->slot_bytes;
+        uint64_t raddr = o->r_mbox_base[s] + off;
+        size_t n = len < MIN_WRITE ? MIN_WRITE : (size_t) len;
+        post_write(o, staging_slot(o, peer, chan, item), n, peer, raddr, o->r_mbox_key[s], 0);
+        return;
+    }
+    /* My credit toward peer: its word [me][chan] becomes item + 1. */
+    uint64_t v = item + 1;
+    uint64_t raddr = o->r_credit_addr[peer] + sizeof(uint64_t) * stream(o, b->rank, chan);
+    post_write(o, &v, sizeof(v), peer, raddr, o->r_credit_key[peer], 1);
+}
+
+static void *ofi_inbox(ofl_nic_t *b, int peer, int chan, uint64_t item)
+{
+    return mbox_slot((ofl_ofi_t *) b, peer, chan, item);
+}
+
+static void *ofi_outbox(ofl_nic_t *b, int peer, int chan, uint64_t item)
+{
+    return staging_slot((ofl_ofi_t *) b, peer, chan, item);
+}
+
+static int ofi_peer_alive(ofl_nic_t *b, int peer)
+{
+    /* The runtime notices dead processes across nodes; a failed write poisons. */
+    (void) b;
+    (void) peer;
+    return 1;
+}
+
+static void ofi_poison(ofl_nic_t *b, int dead)
+{
+    ofl_ofi_t *o = (ofl_ofi_t *) b;
+    o->poisoned = o->poisoned ? o->poisoned : dead + 1;
+}
+
+static int ofi_poisoned(ofl_nic_t *b)
+{
+    return ((ofl_ofi_t *) b)->poisoned - 1;
+}
+
+static const ofl_nic_ops_t ofi_ops = {
+    .reached = ofi_reached,
+    .counter = ofi_counter,
+    .bump = ofi_bump,
+    .inbox = ofi_inbox,
+    .outbox = ofi_outbox,
+    .put_ref = NULL,
+    .get = NULL,
+    .peer_alive = ofi_peer_alive,
+    .poison = ofi_poison,
+    .poisoned = ofi_poisoned,
+    .ring = NULL,
+};
+
+#define FAIL(fmt, ...)                                                               \
+    do {                                                                             \
+        snprintf(why, why_len, fmt, __VA_ARGS__);                                    \
+        goto fail;                                                                   \
+    } while (0)
+
+static int is_loopback(const char *fabric)
+{
+    return NULL == fabric || 0 == strncmp(fabric, "127.", 4) || 0 == strcmp(fabric, "::1/128")
+           || 0 == strncmp(fabric, "fe80", 4);
+}
+
+ofl_ofi_t *ofl_ofi_open(int rank, int size, int slots, size_t slot_bytes, const char *provider,
+                        const char *iface, char *why, size_t why_len)
+{
+    ofl_ofi_t *o = calloc(1, sizeof(*o));
+    struct fi_info *hints = fi_allocinfo(), *list = NULL;
+    if (NULL == o || NULL == hints) {
+        free(o);
+        if (hints) {
+            fi_freeinfo(hints);
+        }
+        snprintf(why, why_len, "out of memory");
+        return NULL;
+    }
+    o->base.ops = &ofi_ops;
+    o->base.rank = rank;
+    o->base.size = size;
+    o->base.slots = slots;
+    o->base.slot_bytes = (slot_bytes + 63) / 64 * 64;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->caps = FI_RMA | FI_WRITE | FI_REMOTE_WRITE | FI_RMA_EVENT;
+    hints->tx_attr->msg_order = FI_ORDER_WAW;
+    hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY
+                                  | FI_MR_LOCAL;
+    hints->domain_attr->threading = FI_THREAD_DOMAIN;
+    hints->fabric_attr->prov_name = strdup(NULL != provider ? provider : "sockets");
+    int rc = fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &list);
+    if (0 != rc) {
+        FAIL("fi_getinfo(provider %s, RDM, RMA with remote-write counters, ordered writes): %s",
+             hints->fabric_attr->prov_name, fi_strerror(-rc));
+    }
+    for (struct fi_info *i = list; NULL != i && NULL == o->info; i = i->next) {
+        const char *name = i->fabric_attr->name;
+        if (NULL != iface ? (NULL != name && 0 == strcmp(name, iface)) : !is_loopback(name)) {
+            o->info = fi_dupinfo(i);
+        }
+    }
+    if (NULL == o->info && NULL == iface) {
+        o->info = fi_dupinfo(list);   /* only loopback: a single host */
+    }
+    if (NULL == o->info) {
+        FAIL("provider %s has no fabric named %s", hints->fabric_attr->prov_name, iface);
+    }
+    if (0 == (o->info->tx_attr->msg_order & FI_ORDER_WAW)) {
+        FAIL("provider %s does not order writes after writes", o->info->fabric_attr->prov_name);
+    }
+    o->virt_addr = 0 != (o->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR);
+    o->prov_key = 0 != (o->info->domain_attr->mr_mode & FI_MR_PROV_KEY);
+    if (0 != (rc = fi_fabric(o->info->fabric_attr, &o->fabric, NULL))
+        || 0 != (rc = fi_domain(o->fabric, o->info, &o->domain, NULL))) {
+        FAIL("fabric/domain: %s", fi_strerror(-rc));
+    }
+    struct fi_av_attr av_attr = { .type = FI_AV_TABLE, .count = (size_t) size };
+    struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_CONTEXT, .size = 256 };
+    if (0 != (rc = fi_av_open(o->domain, &av_attr, &o->av, NULL))
+        || 0 != (rc = fi_cq_open(o->domain, &cq_attr, &o->cq, NULL))
+        || 0 != (rc = fi_endpoint(o->domain, o->info, &o->ep, NULL))
+        || 0 != (rc = fi_ep_bind(o->ep, &o->av->fid, 0))
+        || 0 != (rc = fi_ep_bind(o->ep, &o->cq->fid, FI_TRANSMIT))) {
+        FAIL("endpoint: %s", fi_strerror(-rc));
+    }
+    size_t streams = (size_t) size * CH;
+    size_t region = (size_t) slots * o->base.slot_bytes;
+    o->cntr = calloc(streams, sizeof(*o->cntr));
+    o->mr_mbox = calloc(streams, sizeof(*o->mr_mbox));
+    o->mbox = aligned_alloc(4096, (streams * region + 4095) / 4096 * 4096);
+    o->staging = aligned_alloc(4096, (streams * region + 4095) / 4096 * 4096);
+    o->credit = aligned_alloc(4096, (streams * sizeof(uint64_t) + 4095) / 4096 * 4096);
+    o->addr = calloc((size_t) size, sizeof(*o->addr));
+    o->r_mbox_base = calloc(streams, sizeof(uint64_t));
+    o->r_mbox_key = calloc(streams, sizeof(uint64_t));
+    o->r_credit_addr = calloc((size_t) size, sizeof(uint64_t));
+    o->r_credit_key = calloc((size_t) size, sizeof(uint64_t));
+    o->data_seen = calloc(streams, sizeof(uint64_t));
+    if (NULL == o->cntr || NULL == o->mr_mbox || NULL == o->mbox || NULL == o->staging
+        || NULL == o->credit || NULL == o->addr || NULL == o->r_mbox_base
+        || NULL == o->r_mbox_key || NULL == o->r_credit_addr || NULL == o->r_credit_key
+        || NULL == o->data_seen) {
+        FAIL("out of memory for %zu streams", streams);
+    }
+    memset(o->credit, 0, streams * sizeof(uint64_t));
+    struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP };
+    uint64_t key = 1;
+    for (size_t s = 0; s < streams; ++s) {
+        const char *step = "fi_cntr_open";
+        if (0 != (rc = fi_cntr_open(o->domain, &cntr_attr, &o->cntr[s], NULL))
+            || (step = "fi_mr_reg",
+                0 != (rc = fi_mr_reg(o->domain, o->mbox + s * region, region, FI_REMOTE_WRITE,
+                                     0, key++, 0, &o->mr_mbox[s], NULL)))
+            || (step = "fi_mr_bind (counter)",
+                0 != (rc = fi_mr_bind(o->mr_mbox[s], &o->cntr[s]->fid, FI_REMOTE_WRITE)))) {
+            FAIL("mailbox region %zu: %s: %s", s, step, fi_strerror(-rc));
+        }
+        if (0 != (o->info->domain_attr->mr_mode & FI_MR_ENDPOINT)
+            && 0 != (rc = fi_mr_enable(o->mr_mbox[s]))) {
+            FAIL("mailbox region %zu: fi_mr_enable: %s", s, fi_strerror(-rc));
+        }
+    }
+    if (0 != (rc = fi_mr_reg(o->domain, (void *) o->credit, streams * sizeof(uint64_t),
+                             FI_REMOTE_WRITE, 0, key++, 0, &o->mr_credit, NULL))
+        || 0 != (rc = fi_mr_reg(o->domain, o->staging, streams * region, FI_WRITE, 0, key++, 0,
+                                &o->mr_staging, NULL))) {
+        FAIL("credit/staging regions: %s", fi_strerror(-rc));
+    }
+    if (0 != (rc = fi_enable(o->ep))) {
+        FAIL("fi_enable: %s", fi_strerror(-rc));
+    }
+    fi_freeinfo(hints);
+    fi_freeinfo(list);
+    return o;
+fail:
+    fi_freeinfo(hints);
+    if (NULL != list) {
+        fi_freeinfo(list);
+    }
+    ofl_ofi_close(o);
+    return NULL;
+}
+
+static uint64_t remote_base(const ofl_ofi_t *o, const void *p)
+{
+    return o->virt_addr ? (uint64_t) (uintptr_t) p : 0;
+}
+
+void ofl_ofi_address(ofl_ofi_t *o, void *out)
+{
+    blob_t *blob = out;
+    memset(blob, 0, blob_bytes(o->base.size));
+    size_t len = NAME_MAX_BYTES;
+    if (0 != fi_getname(&o->ep->fid, blob->name, &len)) {
+        len = 0;
+    }
+    blob->name_len = (uint32_t) len;
+    blob->size = (uint32_t) o->base.size;
+    blob->credit_base = remote_base(o, (const void *) o->credit);
+    blob->credit_key = fi_mr_key(o->mr_credit);
+    size_t streams = (size_t) o->base.size * CH;
+    size_t region = (size_t) o->base.slots * o->base.slot_bytes;
+    for (size_t s = 0; s < streams; ++s) {
+        blob->mbox[2 * s] = remote_base(o, o->mbox + s * region);
+        blob->mbox[2 * s + 1] = fi_mr_key(o->mr_mbox[s]);
+    }
+}
+
+size_t ofl_ofi_blob_bytes(int size)
+{
+    return blob_bytes(size);
+}
+
+int ofl_ofi_connect(ofl_ofi_t *o, const void *blobs, char *why, size_t why_len)
+{
+    int size = o->base.size, me = o->base.rank;
+    size_t stride = blob_bytes(size);
+    for (int r = 0; r < size; ++r) {
+        const blob_t *blob = (const blob_t *) ((const char *) blobs + (size_t) r * stride);
+        if (blob->size != (uint32_t) size || 0 == blob->name_len) {
+            snprintf(why, why_len, "rank %d's address is unusable", r);
+            return -EINVAL;
+        }
+        int n = fi_av_insert(o->av, blob->name, 1, &o->addr[r], 0, NULL);
+        if (1 != n) {
+            snprintf(why, why_len, "fi_av_insert of rank %d: %d", r, n);
+            return -EINVAL;
+        }
+        /* r's region for the stream (me -> r, chan), and r's credit words. */
+        for (int c = 0; c < CH; ++c) {
+            size_t s = stream(o, r, c), theirs = stream(o, me, c);
+            o->r_mbox_base[s] = blob->mbox[2 * theirs];
+            o->r_mbox_key[s] = blob->mbox[2 * theirs + 1];
+        }
+        o->r_credit_addr[r] = blob->credit_base;
+        o->r_credit_key[r] = blob->credit_key;
+    }
+    o->connected = 1;
+    return 0;
+}
+
+ofl_nic_t *ofl_ofi_nic(ofl_ofi_t *o)
+{
+    return &o->base;
+}
+
+void ofl_ofi_stats(const ofl_ofi_t *o, uint64_t *writes, uint64_t *bytes)
+{
+    *writes = o->writes;
+    *bytes = o->bytes;
+}
+
+void ofl_ofi_close(ofl_ofi_t *o)
+{
+    if (NULL == o) {
+        return;
+    }
+    if (NULL != o->ep) {
+        fi_close(&o->ep->fid);
+    }
+    size_t streams = (size_t) o->base.size * CH;
+    for (size_t s = 0; s < streams && NULL != o->mr_mbox; ++s) {
+        if (NULL != o->mr_mbox[s]) {
+            fi_close(&o->mr_mbox[s]->fid);
+        }
+    }
+    for (size_t s = 0; s < streams && NULL != o->cntr; ++s) {
+        if (NULL != o->cntr[s]) {
+            fi_close(&o->cntr[s]->fid);
+        }
+    }
+    if (NULL != o->mr_credit) {
+        fi_close(&o->mr_credit->fid);
+    }
+    if (NULL != o->mr_staging) {
+        fi_close(&o->mr_staging->fid);
+    }
+    if (NULL != o->cq) {
+        fi_close(&o->cq->fid);
+    }
+    if (NULL != o->av) {
+        fi_close(&o->av->fid);
+    }
+    if (NULL != o->domain) {
+        fi_close(&o->domain->fid);
+    }
+    if (NULL != o->fabric) {
+        fi_close(&o->fabric->fid);
+    }
+    if (NULL != o->info) {
+        fi_freeinfo(o->info);
+    }
+    free(o->cntr);
+    free(o->mr_mbox);
+    free(o->mbox);
+    free(o->staging);
+    free((void *) o->credit);
+    free(o->addr);
+    free(o->r_mbox_base);
+    free(o->r_mbox_key);
+    free(o->r_credit_addr);
+    free(o->r_credit_key);
+    free(o->data_seen);
+    free(o);
+}
