@@ -47,6 +47,10 @@ typedef struct {
     double agent_linger;                /* us the agent stays awake after its last work */
     int agent_preempt;                  /* 0: SCHED_BATCH agent; 1: normal class */
     int hierarchy;                      /* node-aware collectives on multi-node comms */
+    int ofi;                            /* leaders' level on the libfabric NIC */
+    int ofi_after;                      /* ... from a communicator's n-th node-aware call */
+    char *ofi_provider;
+    char *ofi_fabric;                   /* "" : the provider's first non-loopback one */
 } mca_coll_offload_params_t;
 
 /* How a collective was called: each kind has its own MPI_T counters. */
@@ -69,6 +73,9 @@ typedef struct {
      * since these calls also come from several threads. */
     unsigned long long nb_offloaded[OFL_KIND_COUNT][OFL_COLL_COUNT];
     unsigned long long nb_fallback[OFL_KIND_COUNT][OFL_COLL_COUNT];
+    /* What the libfabric NIC sent between nodes (pvars coll_offload_ofi_*). */
+    unsigned long long ofi_writes;
+    unsigned long long ofi_bytes;
 } mca_coll_offload_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_offload_component_t mca_coll_offload_component;
@@ -172,6 +179,14 @@ int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
 int mca_coll_offload_reduce(const void *sbuf, void *rbuf, int count,
                             struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
                             struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+/* The node's part of a node-aware reduction: as mca_coll_offload_reduce, but the
+ * per-size policy never hands it to the fallback (the leaders combine with the
+ * NIC's ALU; the node must too, or an op the library computes differently
+ * — Open MPI 4.1's MIN/MAX on unsigned long — would mix two answers). */
+int mca_coll_offload_reduce_node(const void *sbuf, void *rbuf, int count,
+                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                                 struct ompi_communicator_t *comm,
+                                 mca_coll_base_module_t *module);
 int mca_coll_offload_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
 int mca_coll_offload_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module);

@@ -27,6 +27,9 @@
 #include "opal/util/info.h"
 #include "opal/util/output.h"
 
+#include "glue.h"
+#include "nic/ofi.h"
+
 typedef enum { HIER_UNSET = 0, HIER_SETTING_UP, HIER_READY, HIER_DISABLED } hier_state_t;
 
 typedef struct {
@@ -49,7 +52,19 @@ typedef struct {
     int nnodes;
     void *tmp;                      /* a leader's partial result in a reduce; grows only */
     size_t tmp_bytes;
+
+    /* The leaders' level on the libfabric NIC. net_ready: on a leader, its NIC
+     * is up (agreed among leaders); on the others, their leader's is. */
+    unsigned calls;                 /* node-aware calls so far (up to ofi_after + 1) */
+    int net_ready;
+    ofl_ofi_t *ofi;
+    ofl_edges_t net_edges;
+    ofl_program_t net_allreduce;
+    ofl_program_t net_barrier;
+    ofl_inst_t net_inst;
 } hier_module_t;
+
+static int net_warned;
 
 static void hier_construct(hier_module_t *h)
 {
@@ -58,8 +73,21 @@ static void hier_construct(hier_module_t *h)
     h->leaders = MPI_COMM_NULL;
 }
 
+static void net_release(hier_module_t *h)
+{
+    if (NULL != h->ofi) {
+        ofl_program_free(&h->net_allreduce);
+        ofl_program_free(&h->net_barrier);
+        ofl_edges_fini(&h->net_edges);
+        ofl_ofi_close(h->ofi);
+        h->ofi = NULL;
+    }
+    h->net_ready = 0;
+}
+
 static void hier_destruct(hier_module_t *h)
 {
+    net_release(h);
     if (MPI_COMM_NULL != h->leaders) {
         ompi_comm_free(&h->leaders);
     }
@@ -117,6 +145,69 @@ static int hier_enable(mca_coll_base_module_t *module, struct ompi_communicator_
     OBJ_RETAIN(h->prev_bcast_module);
     OBJ_RETAIN(h->prev_barrier_module);
     return OMPI_SUCCESS;
+}
+
+/* Leaders only, collective over the leaders' communicator: open the libfabric
+ * NIC, exchange address blobs, compile the leaders' programs, agree. */
+static void net_setup(hier_module_t *h)
+{
+    mca_coll_offload_component_t *c = &mca_coll_offload_component;
+    ompi_communicator_t *up = h->leaders;
+    int n = ompi_comm_size(up), me = ompi_comm_rank(up);
+    char why[256] = "";
+    const char *fabric = c->params.ofi_fabric;
+    h->ofi = ofl_ofi_open(me, n, c->params.slots, c->params.segment_size,
+                          c->params.ofi_provider, NULL != fabric && *fabric ? fabric : NULL, why,
+                          sizeof(why));
+    size_t bb = ofl_ofi_blob_bytes(n);
+    char *blobs = malloc(bb * (size_t) n);
+    char *mine = calloc(1, bb);
+    int ok = NULL != h->ofi && NULL != blobs && NULL != mine;
+    if (ok) {
+        ofl_ofi_address(h->ofi, mine);
+    } else if ('\0' == why[0]) {
+        snprintf(why, sizeof(why), "out of memory");
+    }
+    /* Everyone takes part, whatever happened here: the blobs of a failed rank
+     * are zeros, which connect() refuses, and the agreement settles it. */
+    int rc = up->c_coll->coll_allgather(NULL != mine ? mine : blobs, (int) bb, &ompi_mpi_byte.dt,
+                                        blobs, (int) bb, &ompi_mpi_byte.dt, up,
+                                        up->c_coll->coll_allgather_module);
+    ok = ok && OMPI_SUCCESS == rc && 0 == ofl_ofi_connect(h->ofi, blobs, why, sizeof(why));
+    free(blobs);
+    free(mine);
+    if (ok) {
+        ofl_sched_params_t sp = {
+            .reduce_kind = (ofl_tree_kind_t) c->params.reduce_tree,
+            .reduce_radix = c->params.reduce_radix,
+            .bcast_kind = (ofl_tree_kind_t) c->params.bcast_tree,
+            .bcast_radix = c->params.bcast_radix,
+            .slots = c->params.slots,
+            .shape = n <= c->params.exchange_max_ranks ? OFL_SCHED_EXCHANGE : OFL_SCHED_TREE,
+        };
+        ok = 0 == ofl_edges_init(&h->net_edges, n)
+             && 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, me, n, &sp, &h->net_allreduce)
+             && 0 == ofl_sched_compile(OFL_COLL_BARRIER, 0, me, n, &sp, &h->net_barrier);
+        if (!ok) {
+            snprintf(why, sizeof(why), "cannot compile the leaders' programs");
+        }
+    }
+    int all = ok;
+    rc = up->c_coll->coll_allreduce(&ok, &all, 1, &ompi_mpi_int.dt, &ompi_mpi_op_min.op, up,
+                                    up->c_coll->coll_allreduce_module);
+    if (OMPI_SUCCESS == rc && all) {
+        h->net_ready = 1;
+        opal_output_verbose(1, c->output,
+                            "coll:offload: %s leaders (%d nodes): libfabric NIC ready "
+                            "(provider %s)", up->c_name, n, c->params.ofi_provider);
+        return;
+    }
+    if (!__atomic_exchange_n(&net_warned, 1, __ATOMIC_RELAXED)) {
+        opal_output(0, "coll:offload: the node leaders' level stays with the component below: "
+                    "the libfabric NIC (provider %s) did not start on every node leader%s%s",
+                    c->params.ofi_provider, ok ? "" : "; here: ", ok ? "" : why);
+    }
+    net_release(h);
 }
 
 /* The sub-communicators and the node layout. Collective over comm. */
@@ -190,11 +281,11 @@ static int hier_setup(hier_module_t *h, ompi_communicator_t *comm)
         return OMPI_SUCCESS == arc ? OMPI_SUCCESS : arc;
     }
     h->nnodes = nnodes;
-    if (nnodes == size) {
-        /* One rank per node: nothing to combine on a node. */
+    if (nnodes == size && !c->params.ofi) {
+        /* One rank per node and no network NIC: nothing to offload. */
         opal_output_verbose(1, c->output,
-                            "coll:offload: %s: one rank per node, node-aware collectives "
-                            "would add a level for nothing; fallback",
+                            "coll:offload: %s: one rank per node and coll_offload_ofi=0: "
+                            "nothing to offload; fallback",
                             comm->c_name);
         h->state = HIER_DISABLED;
         return OMPI_SUCCESS;
@@ -208,18 +299,75 @@ static int hier_setup(hier_module_t *h, ompi_communicator_t *comm)
     return OMPI_SUCCESS;
 }
 
-/* Set up if needed; 1 when the node-aware path may be taken. */
+/* The leaders get the libfabric NIC at the communicator's
+ * coll_offload_ofi_after-th node-aware call (every rank counts the same calls):
+ * a communicator made for a handful of calls never pays for endpoints and
+ * registered memory. The node's ranks learn whether their leader runs it:
+ * the node's part of a reduction depends on it. */
+static int net_maybe_start(hier_module_t *h)
+{
+    mca_coll_offload_component_t *c = &mca_coll_offload_component;
+    if (OPAL_LIKELY(h->calls > (unsigned) c->params.ofi_after) || !c->params.ofi) {
+        return OMPI_SUCCESS;
+    }
+    if (h->calls++ != (unsigned) c->params.ofi_after) {
+        return OMPI_SUCCESS;
+    }
+    if (MPI_COMM_NULL != h->leaders) {
+        net_setup(h);
+    }
+    int net = h->net_ready;
+    int rc = h->local->c_coll->coll_bcast(&net, 1, &ompi_mpi_int.dt, 0, h->local,
+                                          h->local->c_coll->coll_bcast_module);
+    h->net_ready = OMPI_SUCCESS == rc && net;
+    return rc;
+}
+
+/* Set up if needed; 1 when the node-aware path may be taken. With one rank
+ * per node, only once the leaders run the libfabric NIC (otherwise there is
+ * nothing to offload). */
 static int hier_ready(hier_module_t *h, ompi_communicator_t *comm, int *rc)
 {
     *rc = OMPI_SUCCESS;
-    if (OPAL_LIKELY(HIER_READY == h->state)) {
-        return 1;
-    }
     if (HIER_UNSET == h->state) {
         *rc = hier_setup(h, comm);
-        return HIER_READY == h->state;
     }
-    return 0;
+    if (HIER_READY != h->state || OMPI_SUCCESS != *rc) {
+        return 0;
+    }
+    *rc = net_maybe_start(h);
+    return OMPI_SUCCESS == *rc && (h->net_ready || h->nnodes < ompi_comm_size(comm));
+}
+
+/* Run one leaders' program to completion on the libfabric NIC. */
+static int net_run(hier_module_t *h, const ofl_program_t *prog, const ofl_call_t *call,
+                   const char *what)
+{
+    mca_coll_offload_component_t *c = &mca_coll_offload_component;
+    uint64_t w0, b0, w1, b1;
+    ofl_ofi_stats(h->ofi, &w0, &b0);
+    ofl_engine_post(&h->net_inst, prog, ofl_ofi_nic(h->ofi), &h->net_edges, call);
+    ofl_wait_opts_t opts = {
+        .progress = ofl_glue_progress,
+        .ctx = NULL,
+        .spin_before_yield = ofl_glue_spin_before_yield(&c->params),
+        .timeout_s = c->params.watchdog,
+        .liveness_period_s = c->params.liveness_period > 0 ? c->params.liveness_period : 0.1,
+    };
+    int peer = -1;
+    ofl_wait_status_t st = ofl_engine_wait(&h->net_inst, &opts, &peer);
+    ofl_ofi_stats(h->ofi, &w1, &b1);
+    __atomic_fetch_add(&c->ofi_writes, (unsigned long long) (w1 - w0), __ATOMIC_RELAXED);
+    __atomic_fetch_add(&c->ofi_bytes, (unsigned long long) (b1 - b0), __ATOMIC_RELAXED);
+    if (OPAL_LIKELY(OFL_WAIT_OK == st)) {
+        return OMPI_SUCCESS;
+    }
+    opal_output(0, "coll:offload: %s on %s (node leaders, libfabric NIC) failed: %s (node %d)",
+                what, h->leaders->c_name,
+                OFL_WAIT_TIMEOUT == st ? "watchdog expired waiting" : "a write to a peer failed",
+                peer);
+    h->net_ready = 0;   /* mid-call: nothing more runs on it */
+    return MPI_ERR_OTHER;
 }
 
 static int hier_reduction_ok(hier_module_t *h, ofl_coll_t coll, struct ompi_op_t *op,
@@ -257,18 +405,31 @@ static int hier_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_d
     }
     mca_coll_offload_note(OFL_KIND_BLOCKING, OFL_COLL_ALLREDUCE, OFL_R_OFFLOAD, bytes, comm);
     ompi_communicator_t *lo = h->local;
+    /* With the leaders on the NIC's ALU, the node combines with it too. */
+    mca_coll_base_module_reduce_fn_t node_reduce = lo->c_coll->coll_reduce;
+    if (h->net_ready && mca_coll_offload_reduce == node_reduce) {
+        node_reduce = mca_coll_offload_reduce_node;
+    }
     if (0 == h->lrank) {
-        rc = lo->c_coll->coll_reduce(sbuf, rbuf, count, dtype, op, 0, lo,
-                                     lo->c_coll->coll_reduce_module);
+        rc = node_reduce(sbuf, rbuf, count, dtype, op, 0, lo, lo->c_coll->coll_reduce_module);
     } else {
         /* Not the node's root: the receive buffer plays no part. */
-        rc = lo->c_coll->coll_reduce(MPI_IN_PLACE == sbuf ? rbuf : sbuf, NULL, count, dtype, op,
-                                     0, lo, lo->c_coll->coll_reduce_module);
+        rc = node_reduce(MPI_IN_PLACE == sbuf ? rbuf : sbuf, NULL, count, dtype, op, 0, lo,
+                         lo->c_coll->coll_reduce_module);
     }
     if (OMPI_SUCCESS == rc && MPI_COMM_NULL != h->leaders) {
         ompi_communicator_t *up = h->leaders;
-        rc = up->c_coll->coll_allreduce(MPI_IN_PLACE, rbuf, count, dtype, op, up,
-                                        up->c_coll->coll_allreduce_module);
+        ofl_call_t call = { 0 };
+        if (h->net_ready
+            && 0 == mca_coll_offload_map(dtype, op, &call.fn, &call.elem)) {
+            /* predefined op and type: the same on every leader */
+            call.send = call.recv = rbuf;
+            call.count = (size_t) count;
+            rc = net_run(h, &h->net_allreduce, &call, "MPI_Allreduce");
+        } else {
+            rc = up->c_coll->coll_allreduce(MPI_IN_PLACE, rbuf, count, dtype, op, up,
+                                            up->c_coll->coll_allreduce_module);
+        }
     }
     if (OMPI_SUCCESS == rc) {
         rc = lo->c_coll->coll_bcast(rbuf, count, dtype, 0, lo, lo->c_coll->coll_bcast_module);
@@ -415,8 +576,13 @@ static int hier_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t
     /* Everyone on the node is in; every node is in; let the node go. */
     rc = lo->c_coll->coll_barrier(lo, lo->c_coll->coll_barrier_module);
     if (OMPI_SUCCESS == rc && MPI_COMM_NULL != h->leaders) {
-        rc = h->leaders->c_coll->coll_barrier(h->leaders,
-                                              h->leaders->c_coll->coll_barrier_module);
+        if (h->net_ready) {
+            ofl_call_t call = { .send = NULL, .recv = NULL, .fn = NULL, .elem = 1, .count = 0 };
+            rc = net_run(h, &h->net_barrier, &call, "MPI_Barrier");
+        } else {
+            rc = h->leaders->c_coll->coll_barrier(h->leaders,
+                                                  h->leaders->c_coll->coll_barrier_module);
+        }
     }
     if (OMPI_SUCCESS == rc) {
         rc = lo->c_coll->coll_barrier(lo, lo->c_coll->coll_barrier_module);

@@ -299,14 +299,17 @@ int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
     return run(m, OFL_COLL_ALLREDUCE, allreduce_program(m, alg), &call, comm);
 }
 
-int mca_coll_offload_reduce(const void *sbuf, void *rbuf, int count,
-                            struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
-                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+static int reduce_impl(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                       struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
+                       mca_coll_base_module_t *module, int ignore_policy)
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     ofl_call_t call = { 0 };
     ofl_alg_t alg;
     int reason = check_reduction(OFL_COLL_REDUCE, dtype, op, count, m->size, &call, &alg);
+    if (R_POLICY == reason && ignore_policy) {
+        reason = R_OFFLOAD;
+    }
     if (R_OFFLOAD == reason && !ensure_ready(m, comm)) {
         reason = R_NIC;
     }
@@ -321,6 +324,21 @@ int mca_coll_offload_reduce(const void *sbuf, void *rbuf, int count,
         return OMPI_SUCCESS;
     }
     return run(m, OFL_COLL_REDUCE, &m->reduce[root], &call, comm);
+}
+
+int mca_coll_offload_reduce(const void *sbuf, void *rbuf, int count,
+                            struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    return reduce_impl(sbuf, rbuf, count, dtype, op, root, comm, module, 0);
+}
+
+int mca_coll_offload_reduce_node(const void *sbuf, void *rbuf, int count,
+                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                                 struct ompi_communicator_t *comm,
+                                 mca_coll_base_module_t *module)
+{
+    return reduce_impl(sbuf, rbuf, count, dtype, op, root, comm, module, 1);
 }
 
 /* Pack or unpack a non-contiguous bcast buffer through a staging area.

@@ -90,6 +90,10 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
     p->agent_linger = 2000.0;
     p->agent_preempt = 0;
     p->hierarchy = 1;
+    p->ofi = 0;
+    p->ofi_after = 16;
+    p->ofi_provider = (char *) "sockets";
+    p->ofi_fabric = (char *) "";
 
     reg_int(c, "priority",
             "Priority of coll/offload (tuned is 30: the default makes offload the first choice)",
@@ -177,6 +181,29 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
             "through the layer below (tuned over the network), the result comes back the same "
             "way; 0: leave such communicators to the other components",
             OPAL_INFO_LVL_5, &p->hierarchy);
+    reg_int(c, "ofi",
+            "1: the node leaders' level of node-aware collectives (allreduce, barrier) runs as "
+            "a descriptor program on the libfabric NIC when the provider starts on every "
+            "leader (else, with one warning, the layer below); 0 (default: with the software "
+            "sockets provider it is far slower than tuned over tcp): always the layer below",
+            OPAL_INFO_LVL_5, &p->ofi);
+    reg_int(c, "ofi_after",
+            "Node-aware calls on a communicator before its leaders open the libfabric NIC "
+            "(endpoint, registered mailboxes): communicators used a few times never pay for "
+            "it. With one rank per node, calls before that go to the layer below",
+            OPAL_INFO_LVL_6, &p->ofi_after);
+    mca_base_component_var_register(
+        &c->super.collm_version, "ofi_provider",
+        "libfabric provider of the leaders' level: one with RDM endpoints, RMA, remote-write "
+        "counters (FI_RMA_EVENT) and ordered writes (sockets here; cxi on Slingshot)",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &p->ofi_provider);
+    mca_base_component_var_register(
+        &c->super.collm_version, "ofi_fabric",
+        "libfabric fabric (for sockets/tcp: the subnet, e.g. 198.51.100.0/24) of the leaders' "
+        "level; empty: the provider's first one that is not loopback",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &p->ofi_fabric);
     reg_int(c, "agent_preempt",
             "0: the progress agent runs in the SCHED_BATCH class: a wake-up never "
             "preempts a rank, so the agent takes idle cores at once and busy ones only at "
@@ -264,6 +291,11 @@ int ofl_glue_register_pvars(mca_coll_offload_component_t *c)
                  "component (one per init)", coll, coll);
         reg_counter(c, name, help, &c->nb_fallback[OFL_KIND_PERSISTENT][k]);
     }
+    reg_counter(c, "ofi_writes",
+                "RMA writes the libfabric NIC sent between nodes (node leaders only): items "
+                "and credits of the leaders' descriptor programs", &c->ofi_writes);
+    reg_counter(c, "ofi_bytes", "Bytes the libfabric NIC sent between nodes (node leaders only)",
+                &c->ofi_bytes);
     return OMPI_SUCCESS;
 }
 

@@ -43,7 +43,7 @@ fi
 expect=""
 [ "$EXPECT_OFFLOAD" = 1 ] && expect="--expect-offload"
 
-for prog in t_coll t_fallback t_leak t_fault t_nb t_nb_mt; do
+for prog in t_coll t_fallback t_leak t_fault t_nb t_nb_mt t_net; do
     if [ ! -x "$BINDIR/$prog" ]; then
         echo "run.sh: $BINDIR/$prog not found or not executable (build first, or pass BINDIR)" >&2
         echo "0 passed, 1 failed"
@@ -138,6 +138,10 @@ if [ "${SUITE:-node}" = cluster ]; then
     # shellcheck disable=SC2086
     run t_coll "$NP" "" --quick $expect
     run t_leak "$NP" ""
+    # The leaders' level on the libfabric NIC (provider sockets), from the first call.
+    # shellcheck disable=SC2086
+    run t_net "$NP" "--mca coll_offload_ofi 1 --mca coll_offload_ofi_after 0" --quick \
+        --expect-offload
     # A rank SIGKILLed on the last host before a collective: without
     # --enable-recovery Open MPI ends the whole job; it must not hang.
     TEST_TIMEOUT=60 run_ends t_fault "$NP" "" kill
