@@ -41,7 +41,11 @@ probe=ofl-probe-$$
 if ! ip netns add "$probe" >/dev/null 2>&1; then
     skip "cannot create a network namespace here (ip netns add failed)"
 fi
+ok=1
+ip -n "$probe" link add pv0 type veth peer name pv1 >/dev/null 2>&1 || ok=0
+ip -n "$probe" link add pbr type bridge >/dev/null 2>&1 || ok=0
 ip netns del "$probe" >/dev/null 2>&1
+[ "$ok" = 1 ] || skip "cannot make veth pairs or bridges here"
 if ! unshare --uts --mount true >/dev/null 2>&1; then
     skip "cannot unshare the UTS and mount namespaces here"
 fi
