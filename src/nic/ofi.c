@@ -17,6 +17,50 @@
 
 #include "sched/program.h"
 
+/* libfabric is loaded when a NIC is first opened, not linked: it pulls a dozen
+ * libraries (verbs, psm, ...) that every MPI process would otherwise load for
+ * a feature most runs leave off. Its API is inline calls through the objects'
+ * operation tables, except these few entry points. */
+#include <dlfcn.h>
+#include <pthread.h>
+
+static struct {
+    int (*getinfo)(uint32_t, const char *, const char *, uint64_t, const struct fi_info *,
+                   struct fi_info **);
+    void (*freeinfo)(struct fi_info *);
+    struct fi_info *(*dupinfo)(const struct fi_info *);
+    int (*fabric)(struct fi_fabric_attr *, struct fid_fabric **, void *);
+    const char *(*strerror)(int);
+    int loaded;               /* 1 ok, -1 failed */
+    char why[200];
+} lf;
+
+static pthread_once_t lf_once = PTHREAD_ONCE_INIT;
+
+static void lf_load(void)
+{
+    void *h = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (NULL == h) {
+        snprintf(lf.why, sizeof(lf.why), "cannot load libfabric.so.1: %s", dlerror());
+        lf.loaded = -1;
+        return;
+    }
+    lf.getinfo = (int (*)(uint32_t, const char *, const char *, uint64_t,
+                          const struct fi_info *, struct fi_info **)) dlsym(h, "fi_getinfo");
+    lf.freeinfo = (void (*)(struct fi_info *)) dlsym(h, "fi_freeinfo");
+    lf.dupinfo = (struct fi_info * (*) (const struct fi_info *) ) dlsym(h, "fi_dupinfo");
+    lf.fabric = (int (*)(struct fi_fabric_attr *, struct fid_fabric **, void *)) dlsym(
+        h, "fi_fabric");
+    lf.strerror = (const char *(*) (int) ) dlsym(h, "fi_strerror");
+    if (NULL == lf.getinfo || NULL == lf.freeinfo || NULL == lf.dupinfo || NULL == lf.fabric
+        || NULL == lf.strerror) {
+        snprintf(lf.why, sizeof(lf.why), "libfabric.so.1 lacks fi_getinfo/fi_fabric/...");
+        lf.loaded = -1;
+        return;
+    }
+    lf.loaded = 1;
+}
+
 #define CH OFL_CHANNELS
 #define NAME_MAX_BYTES 256
 #define MIN_WRITE 8   /* an item of no payload still lands (and counts) */
@@ -240,12 +284,17 @@ static int is_loopback(const char *fabric)
 ofl_ofi_t *ofl_ofi_open(int rank, int size, int slots, size_t slot_bytes, const char *provider,
                         const char *iface, char *why, size_t why_len)
 {
+    pthread_once(&lf_once, lf_load);
+    if (1 != lf.loaded) {
+        snprintf(why, why_len, "%s", lf.why);
+        return NULL;
+    }
     ofl_ofi_t *o = calloc(1, sizeof(*o));
-    struct fi_info *hints = fi_allocinfo(), *list = NULL;
+    struct fi_info *hints = lf.dupinfo(NULL), *list = NULL;
     if (NULL == o || NULL == hints) {
         free(o);
         if (hints) {
-            fi_freeinfo(hints);
+            lf.freeinfo(hints);
         }
         snprintf(why, why_len, "out of memory");
         return NULL;
@@ -262,19 +311,19 @@ ofl_ofi_t *ofl_ofi_open(int rank, int size, int slots, size_t slot_bytes, const 
                                   | FI_MR_LOCAL;
     hints->domain_attr->threading = FI_THREAD_DOMAIN;
     hints->fabric_attr->prov_name = strdup(NULL != provider ? provider : "sockets");
-    int rc = fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &list);
+    int rc = lf.getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &list);
     if (0 != rc) {
-        FAIL("fi_getinfo(provider %s, RDM, RMA with remote-write counters, ordered writes): %s",
-             hints->fabric_attr->prov_name, fi_strerror(-rc));
+        FAIL("lf.getinfo(provider %s, RDM, RMA with remote-write counters, ordered writes): %s",
+             hints->fabric_attr->prov_name, lf.strerror(-rc));
     }
     for (struct fi_info *i = list; NULL != i && NULL == o->info; i = i->next) {
         const char *name = i->fabric_attr->name;
         if (NULL != iface ? (NULL != name && 0 == strcmp(name, iface)) : !is_loopback(name)) {
-            o->info = fi_dupinfo(i);
+            o->info = lf.dupinfo(i);
         }
     }
     if (NULL == o->info && NULL == iface) {
-        o->info = fi_dupinfo(list);   /* only loopback: a single host */
+        o->info = lf.dupinfo(list);   /* only loopback: a single host */
     }
     if (NULL == o->info) {
         FAIL("provider %s has no fabric named %s", hints->fabric_attr->prov_name, iface);
@@ -284,9 +333,9 @@ ofl_ofi_t *ofl_ofi_open(int rank, int size, int slots, size_t slot_bytes, const 
     }
     o->virt_addr = 0 != (o->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR);
     o->prov_key = 0 != (o->info->domain_attr->mr_mode & FI_MR_PROV_KEY);
-    if (0 != (rc = fi_fabric(o->info->fabric_attr, &o->fabric, NULL))
+    if (0 != (rc = lf.fabric(o->info->fabric_attr, &o->fabric, NULL))
         || 0 != (rc = fi_domain(o->fabric, o->info, &o->domain, NULL))) {
-        FAIL("fabric/domain: %s", fi_strerror(-rc));
+        FAIL("fabric/domain: %s", lf.strerror(-rc));
     }
     struct fi_av_attr av_attr = { .type = FI_AV_TABLE, .count = (size_t) size };
     struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_CONTEXT, .size = 256 };
@@ -295,7 +344,7 @@ ofl_ofi_t *ofl_ofi_open(int rank, int size, int slots, size_t slot_bytes, const 
         || 0 != (rc = fi_endpoint(o->domain, o->info, &o->ep, NULL))
         || 0 != (rc = fi_ep_bind(o->ep, &o->av->fid, 0))
         || 0 != (rc = fi_ep_bind(o->ep, &o->cq->fid, FI_TRANSMIT))) {
-        FAIL("endpoint: %s", fi_strerror(-rc));
+        FAIL("endpoint: %s", lf.strerror(-rc));
     }
     size_t streams = (size_t) size * CH;
     size_t region = (size_t) slots * o->base.slot_bytes;
@@ -327,29 +376,29 @@ ofl_ofi_t *ofl_ofi_open(int rank, int size, int slots, size_t slot_bytes, const 
                                      0, key++, 0, &o->mr_mbox[s], NULL)))
             || (step = "fi_mr_bind (counter)",
                 0 != (rc = fi_mr_bind(o->mr_mbox[s], &o->cntr[s]->fid, FI_REMOTE_WRITE)))) {
-            FAIL("mailbox region %zu: %s: %s", s, step, fi_strerror(-rc));
+            FAIL("mailbox region %zu: %s: %s", s, step, lf.strerror(-rc));
         }
         if (0 != (o->info->domain_attr->mr_mode & FI_MR_ENDPOINT)
             && 0 != (rc = fi_mr_enable(o->mr_mbox[s]))) {
-            FAIL("mailbox region %zu: fi_mr_enable: %s", s, fi_strerror(-rc));
+            FAIL("mailbox region %zu: fi_mr_enable: %s", s, lf.strerror(-rc));
         }
     }
     if (0 != (rc = fi_mr_reg(o->domain, (void *) o->credit, streams * sizeof(uint64_t),
                              FI_REMOTE_WRITE, 0, key++, 0, &o->mr_credit, NULL))
         || 0 != (rc = fi_mr_reg(o->domain, o->staging, streams * region, FI_WRITE, 0, key++, 0,
                                 &o->mr_staging, NULL))) {
-        FAIL("credit/staging regions: %s", fi_strerror(-rc));
+        FAIL("credit/staging regions: %s", lf.strerror(-rc));
     }
     if (0 != (rc = fi_enable(o->ep))) {
-        FAIL("fi_enable: %s", fi_strerror(-rc));
+        FAIL("fi_enable: %s", lf.strerror(-rc));
     }
-    fi_freeinfo(hints);
-    fi_freeinfo(list);
+    lf.freeinfo(hints);
+    lf.freeinfo(list);
     return o;
 fail:
-    fi_freeinfo(hints);
+    lf.freeinfo(hints);
     if (NULL != list) {
-        fi_freeinfo(list);
+        lf.freeinfo(list);
     }
     ofl_ofi_close(o);
     return NULL;
@@ -462,7 +511,7 @@ void ofl_ofi_close(ofl_ofi_t *o)
         fi_close(&o->fabric->fid);
     }
     if (NULL != o->info) {
-        fi_freeinfo(o->info);
+        lf.freeinfo(o->info);
     }
     free(o->cntr);
     free(o->mr_mbox);
