@@ -32,28 +32,25 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 shm_before=$(ls /dev/shm 2>/dev/null | grep -c coll_offload || true)
 # Stock Open MPI 4.1's op/avx saturates 8/16-bit integer sums (open-mpi/ompi#8045); the
 # tests check the library's own MPI_Reduce_local too, and fallback calls use it.
-mpi_log=$(mktemp)
-EXPECT_OFFLOAD=1 COLL_SELECTION="--mca op ^avx" sh test/mpi/run.sh "$top/test/mpi" \
-    > "$mpi_log" 2>&1
-cat "$mpi_log"
-mpi_out=$(tail -n 1 "$mpi_log")
-rm -f "$mpi_log"
-mpi_pass=$(echo "$mpi_out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1/p')
-mpi_fail=$(echo "$mpi_out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\2/p')
-mpi_pass=${mpi_pass:-0}
-mpi_fail=${mpi_fail:-1}
+# suite SCRIPT: run a test script's suite, show its output, add its last line
+# ("N passed, M failed"; missing counts as one failure) to the MPI totals.
+mpi_pass=0
+mpi_fail=0
+suite() {
+    log=$(mktemp)
+    EXPECT_OFFLOAD=1 COLL_SELECTION="--mca op ^avx" sh "$1" "$top/test/mpi" > "$log" 2>&1
+    cat "$log"
+    out=$(tail -n 1 "$log")
+    rm -f "$log"
+    p=$(echo "$out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1/p')
+    f=$(echo "$out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\2/p')
+    mpi_pass=$((mpi_pass + ${p:-0}))
+    mpi_fail=$((mpi_fail + ${f:-1}))
+}
+suite test/mpi/run.sh
 
 echo "== multi-node MPI tests (hosts made of network namespaces)"
-cl_log=$(mktemp)
-EXPECT_OFFLOAD=1 COLL_SELECTION="--mca op ^avx" sh test/mpi/run-cluster.sh "$top/test/mpi" \
-    > "$cl_log" 2>&1
-cat "$cl_log"
-cl_out=$(tail -n 1 "$cl_log")
-rm -f "$cl_log"
-cl_pass=$(echo "$cl_out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1/p')
-cl_fail=$(echo "$cl_out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\2/p')
-mpi_pass=$((mpi_pass + ${cl_pass:-0}))
-mpi_fail=$((mpi_fail + ${cl_fail:-1}))
+suite test/mpi/run-cluster.sh
 
 shm_after=$(ls /dev/shm 2>/dev/null | grep -c coll_offload || true)
 shm_pass=1
