@@ -473,8 +473,10 @@ static void test_kick(void)
     work_t w;
     work_init(&w, &a, 3);
     ofl_agent_add(&a, &w.item);
-    CHECK(0 == ofl_agent_start(&a, NULL, NULL), "start");
+    /* Posted before the start: a started agent with nothing to do would
+     * already linger in a 10 s nap, which only a kick ends. */
     work_post(&w, 1);
+    CHECK(0 == ofl_agent_start(&a, NULL, NULL), "start");
     CHECK(wait_finished(&w, 1, 5.0), "first unit");
     sleep_ms(20);   /* now in a 10 s nap */
     double t0 = now_s();
