@@ -91,6 +91,19 @@ typedef struct mca_coll_offload_req {
     size_t bytes;
     void *stage;                     /* grows only, kept with the object */
     size_t stage_bytes;
+    /* Persistent, made before the communicator's NIC was set up: the
+     * fallback's request (`inner`) runs each start until a start finds the
+     * NIC ready; the arguments are kept (op and datatype retained) to decide
+     * then. `stuck`: that decision (or a NIC that failed) keeps the fallback
+     * for good. */
+    ompi_request_t *inner;
+    int stuck;
+    const void *d_sbuf;
+    void *d_rbuf;
+    int d_count;
+    int d_root;
+    struct ompi_datatype_t *d_dtype;
+    struct ompi_op_t *d_op;
 } mca_coll_offload_req_t;
 
 static void req_construct(mca_coll_offload_req_t *r)
@@ -100,6 +113,9 @@ static void req_construct(mca_coll_offload_req_t *r)
     r->dtype = NULL;
     r->stage = NULL;
     r->stage_bytes = 0;
+    r->inner = NULL;
+    r->d_dtype = NULL;
+    r->d_op = NULL;
 }
 
 static void req_destruct(mca_coll_offload_req_t *r)
@@ -585,9 +601,31 @@ static mca_coll_offload_req_t *req_get(mca_coll_offload_module_t *m,
     r->status = OFL_WAIT_OK;
     r->staged = 0;
     r->dtype = NULL;
+    r->inner = NULL;
+    r->stuck = 0;
     r->module = m;
     OBJ_RETAIN(m);
     return r;
+}
+
+static void drop_deferred(mca_coll_offload_req_t *r)
+{
+    if (NULL != r->inner) {
+        /* Its completion may still be returning in another thread. */
+        while (OMPI_REQUEST_ACTIVE == r->inner->req_state && !REQUEST_COMPLETE(r->inner)) {
+            sched_yield();
+        }
+        ompi_request_free(&r->inner);
+        r->inner = NULL;
+    }
+    if (NULL != r->d_dtype) {
+        OBJ_RELEASE(r->d_dtype);
+        r->d_dtype = NULL;
+    }
+    if (NULL != r->d_op) {
+        OBJ_RELEASE(r->d_op);
+        r->d_op = NULL;
+    }
 }
 
 static void recycle(mca_coll_offload_req_t *r)
@@ -597,6 +635,7 @@ static void recycle(mca_coll_offload_req_t *r)
         OBJ_RELEASE(r->dtype);
         r->dtype = NULL;
     }
+    drop_deferred(r);
     mca_coll_offload_module_t *m = r->module;
     r->module = NULL;
     req_return(r);
@@ -652,13 +691,14 @@ static int start_one(mca_coll_offload_req_t *r)
 static int make_request(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
                         req_kind_t kind, ofl_coll_t coll, const ofl_program_t *prog,
                         const ofl_call_t *call, void *buf, int count,
-                        struct ompi_datatype_t *dtype, int root, ompi_request_t **request)
+                        struct ompi_datatype_t *dtype, int root, mca_coll_offload_req_t *reuse,
+                        ompi_request_t **request)
 {
     int rc = module_activate(m);
     if (OMPI_SUCCESS != rc) {
         return rc;
     }
-    mca_coll_offload_req_t *r = req_get(m, comm, kind, coll);
+    mca_coll_offload_req_t *r = NULL != reuse ? reuse : req_get(m, comm, kind, coll);
     if (NULL == r) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
@@ -670,8 +710,13 @@ static int make_request(mca_coll_offload_module_t *m, struct ompi_communicator_t
         opal_output(0, "coll:offload: %s on %s: cannot allocate %zu bytes of staging",
                     REQ_PERSISTENT == kind ? p_names[coll] : nb_names[coll], comm->c_name,
                     call->count);
-        recycle(r);
+        if (NULL == reuse) {
+            recycle(r);
+        }
         return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    if (NULL != reuse) {
+        return OMPI_SUCCESS;
     }
     *request = &r->super.super;
     if (REQ_PERSISTENT == kind) {
@@ -786,6 +831,8 @@ static int req_cancel(ompi_request_t *q, int flag)
     return MPI_ERR_REQUEST;
 }
 
+static int deferred_start(mca_coll_offload_req_t *r, int *upgraded);
+
 static int req_start(size_t count, ompi_request_t **requests)
 {
     for (size_t i = 0; i < count; ++i) {
@@ -798,6 +845,17 @@ static int req_start(size_t count, ompi_request_t **requests)
         q->req_complete = REQUEST_PENDING;
         q->req_status.MPI_ERROR = MPI_SUCCESS;
         r->claim = CLAIM_NONE;
+        if (OPAL_UNLIKELY(NULL != r->inner)) {
+            int upgraded = 0;
+            int rc = deferred_start(r, &upgraded);
+            if (OMPI_SUCCESS != rc) {
+                q->req_complete = REQUEST_COMPLETED;
+                return rc;
+            }
+            if (!upgraded) {
+                continue;
+            }
+        }
         mca_coll_offload_note(OFL_KIND_PERSISTENT, r->coll, OFL_R_OFFLOAD,
                               r->call.count * r->call.elem, q->req_mpi_object.comm);
         if (OPAL_UNLIKELY(OFL_MOD_READY != __atomic_load_n(&m->state, __ATOMIC_RELAXED))) {
@@ -814,6 +872,118 @@ static int req_start(size_t count, ompi_request_t **requests)
         }
         start_one(r);
     }
+    return OMPI_SUCCESS;
+}
+
+static int reduction(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
+                     req_kind_t kind, ofl_coll_t coll, const void *sbuf, void *rbuf, int count,
+                     struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                     mca_coll_offload_req_t *reuse, ompi_request_t **request, int *fallback);
+static int bcast(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
+                 req_kind_t kind, void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                 mca_coll_offload_req_t *reuse, ompi_request_t **request, int *fallback);
+static int barrier(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
+                   req_kind_t kind, mca_coll_offload_req_t *reuse, ompi_request_t **request,
+                   int *fallback);
+
+/* ---- persistent requests made before set-up ------------------------------------- */
+
+/* MPIX_<coll>_init is local, so it cannot set the NIC up; a request made
+ * before the communicator's first blocking collective starts on the fallback's
+ * request. Each start looks again: the NIC's state changes only inside
+ * blocking collectives, which every rank calls in the same order relative to
+ * its starts, so all ranks switch at the same start and stay switched. */
+
+/* The fallback's request completed (in whatever thread progressed it): the
+ * wrapper completes in the progress callback, like an offloaded one. */
+static int deferred_done(ompi_request_t *inner)
+{
+    mca_coll_offload_req_t *r = (mca_coll_offload_req_t *) inner->req_complete_cb_data;
+    r->super.super.req_status.MPI_ERROR = inner->req_status.MPI_ERROR;
+    r->status = OFL_WAIT_OK;
+    mca_coll_offload_req_t *top = __atomic_load_n(&done_stack, __ATOMIC_RELAXED);
+    do {
+        r->next = top;
+    } while (!__atomic_compare_exchange_n(&done_stack, &top, r, 1, __ATOMIC_RELEASE,
+                                          __ATOMIC_RELAXED));
+    return 0;
+}
+
+static int deferred_start(mca_coll_offload_req_t *r, int *upgraded)
+{
+    mca_coll_offload_module_t *m = r->module;
+    ompi_request_t *q = &r->super.super;
+    struct ompi_communicator_t *comm = q->req_mpi_object.comm;
+    int why = OFL_R_UNSET;
+    size_t bytes = 0;
+    if (NULL != r->d_dtype) {
+        bytes = r->d_count > 0 ? (size_t) r->d_count * r->d_dtype->super.size : 0;
+    }
+    ofl_mod_state_t st = __atomic_load_n(&m->state, __ATOMIC_ACQUIRE);
+    if (!r->stuck && OFL_MOD_READY == st) {
+        int rc;
+        if (OFL_COLL_BCAST == r->coll) {
+            rc = bcast(m, comm, REQ_PERSISTENT, r->d_rbuf, r->d_count, r->d_dtype, r->d_root, r,
+                       NULL, &why);
+        } else if (OFL_COLL_BARRIER == r->coll) {
+            rc = barrier(m, comm, REQ_PERSISTENT, r, NULL, &why);
+        } else {
+            rc = reduction(m, comm, REQ_PERSISTENT, r->coll, r->d_sbuf, r->d_rbuf, r->d_count,
+                           r->d_dtype, r->d_op, r->d_root, r, NULL, &why);
+        }
+        if (OMPI_SUCCESS != rc) {
+            return rc;
+        }
+        if (OFL_R_OFFLOAD == why) {
+            opal_output_verbose(10, mca_coll_offload_component.output,
+                                "coll:offload: %s on %s: the NIC is set up now; this request "
+                                "runs offloaded from this start on",
+                                p_names[r->coll], comm->c_name);
+            drop_deferred(r);
+            *upgraded = 1;
+            return OMPI_SUCCESS;
+        }
+        r->stuck = 1;   /* the same decision, with the same arguments, every time */
+    } else if (OFL_MOD_DISABLED == st) {
+        r->stuck = 1;
+        why = OFL_R_NIC;
+    }
+    mca_coll_offload_note(OFL_KIND_PERSISTENT, r->coll, why, bytes, comm);
+    q->req_state = OMPI_REQUEST_ACTIVE;
+    r->inner->req_complete_cb = deferred_done;
+    r->inner->req_complete_cb_data = r;
+    ompi_request_t *inner = r->inner;
+    return inner->req_start(1, &inner);
+}
+
+/* Wrap the fallback's persistent request `inner` (see above). */
+static int make_deferred(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
+                         ofl_coll_t coll, ompi_request_t *inner, const void *sbuf, void *rbuf,
+                         int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                         ompi_request_t **request)
+{
+    int rc = nb_activate();
+    mca_coll_offload_req_t *r = OMPI_SUCCESS == rc ? req_get(m, comm, REQ_PERSISTENT, coll)
+                                                   : NULL;
+    if (NULL == r) {
+        ompi_request_free(&inner);
+        return OMPI_SUCCESS != rc ? rc : OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    r->inner = inner;
+    r->prog = NULL;
+    r->d_sbuf = sbuf;
+    r->d_rbuf = rbuf;
+    r->d_count = count;
+    r->d_root = root;
+    r->d_dtype = dtype;
+    r->d_op = op;
+    if (NULL != dtype) {
+        OBJ_RETAIN(dtype);
+    }
+    if (NULL != op) {
+        OBJ_RETAIN(op);
+    }
+    *request = &r->super.super;
     return OMPI_SUCCESS;
 }
 
@@ -913,7 +1083,7 @@ void mca_coll_offload_nb_close(void)
 static int reduction(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
                      req_kind_t kind, ofl_coll_t coll, const void *sbuf, void *rbuf, int count,
                      struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
-                     ompi_request_t **request, int *fallback)
+                     mca_coll_offload_req_t *reuse, ompi_request_t **request, int *fallback)
 {
     ofl_call_t call = { 0 };
     ofl_alg_t alg;
@@ -929,12 +1099,12 @@ static int reduction(mca_coll_offload_module_t *m, struct ompi_communicator_t *c
     call.recv = rbuf;
     const ofl_program_t *prog = mca_coll_offload_program(m, coll, alg, root);
     call.seg_bytes = mca_coll_offload_segment(prog, call.count * call.elem);
-    return make_request(m, comm, kind, coll, prog, &call, NULL, 0, NULL, root, request);
+    return make_request(m, comm, kind, coll, prog, &call, NULL, 0, NULL, root, reuse, request);
 }
 
 static int bcast(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
                  req_kind_t kind, void *buf, int count, struct ompi_datatype_t *dtype, int root,
-                 ompi_request_t **request, int *fallback)
+                 mca_coll_offload_req_t *reuse, ompi_request_t **request, int *fallback)
 {
     size_t bytes = count > 0 ? (size_t) count * dtype->super.size : 0;
     ofl_alg_t alg;
@@ -952,17 +1122,18 @@ static int bcast(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
      * non-contiguous layout is staged, as in the blocking call. */
     if (bytes > 0 && !ompi_datatype_is_contiguous_memory_layout(dtype, count)) {
         return make_request(m, comm, kind, OFL_COLL_BCAST, prog, &call, buf, count, dtype,
-                            root, request);
+                            root, reuse, request);
     }
     ptrdiff_t true_lb = 0, true_extent = 0;
     ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
     call.send = call.recv = (char *) buf + true_lb;
     return make_request(m, comm, kind, OFL_COLL_BCAST, prog, &call, NULL, 0, NULL, root,
-                        request);
+                        reuse, request);
 }
 
 static int barrier(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
-                   req_kind_t kind, ompi_request_t **request, int *fallback)
+                   req_kind_t kind, mca_coll_offload_req_t *reuse, ompi_request_t **request,
+                   int *fallback)
 {
     ofl_alg_t alg;
     *fallback = mca_coll_offload_decide_barrier(m, comm, &alg);
@@ -975,7 +1146,7 @@ static int barrier(mca_coll_offload_module_t *m, struct ompi_communicator_t *com
     ofl_call_t call = { .send = NULL, .recv = NULL, .fn = NULL, .elem = 1, .count = 0 };
     return make_request(m, comm, kind, OFL_COLL_BARRIER,
                         mca_coll_offload_program(m, OFL_COLL_BARRIER, alg, 0), &call, NULL, 0,
-                        NULL, 0, request);
+                        NULL, 0, reuse, request);
 }
 
 /* Count a fallback decision (and explain it at verbose >= 10). */
@@ -997,7 +1168,7 @@ int mca_coll_offload_iallreduce(const void *sbuf, void *rbuf, int count,
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     int why;
     int rc = reduction(m, comm, REQ_NONBLOCKING, OFL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype,
-                       op, 0, request, &why);
+                       op, 0, NULL, request, &why);
     if (fell_back(why, OFL_KIND_NONBLOCKING, OFL_COLL_ALLREDUCE,
                   (size_t) count * dtype->super.size, comm)) {
         return m->prev_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
@@ -1014,7 +1185,7 @@ int mca_coll_offload_ireduce(const void *sbuf, void *rbuf, int count,
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     int why;
     int rc = reduction(m, comm, REQ_NONBLOCKING, OFL_COLL_REDUCE, sbuf, rbuf, count, dtype, op,
-                       root, request, &why);
+                       root, NULL, request, &why);
     if (fell_back(why, OFL_KIND_NONBLOCKING, OFL_COLL_REDUCE,
                   (size_t) count * dtype->super.size, comm)) {
         return m->prev_ireduce(sbuf, rbuf, count, dtype, op, root, comm, request,
@@ -1029,7 +1200,7 @@ int mca_coll_offload_ibcast(void *buf, int count, struct ompi_datatype_t *dtype,
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     int why;
-    int rc = bcast(m, comm, REQ_NONBLOCKING, buf, count, dtype, root, request, &why);
+    int rc = bcast(m, comm, REQ_NONBLOCKING, buf, count, dtype, root, NULL, request, &why);
     if (fell_back(why, OFL_KIND_NONBLOCKING, OFL_COLL_BCAST, (size_t) count * dtype->super.size,
                   comm)) {
         return m->prev_ibcast(buf, count, dtype, root, comm, request, m->prev_ibcast_module);
@@ -1042,7 +1213,7 @@ int mca_coll_offload_ibarrier(struct ompi_communicator_t *comm, ompi_request_t *
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     int why;
-    int rc = barrier(m, comm, REQ_NONBLOCKING, request, &why);
+    int rc = barrier(m, comm, REQ_NONBLOCKING, NULL, request, &why);
     if (fell_back(why, OFL_KIND_NONBLOCKING, OFL_COLL_BARRIER, 0, comm)) {
         return m->prev_ibarrier(comm, request, m->prev_ibarrier_module);
     }
@@ -1057,13 +1228,22 @@ int mca_coll_offload_allreduce_init(const void *sbuf, void *rbuf, int count,
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     int why;
     int rc = reduction(m, comm, REQ_PERSISTENT, OFL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype,
-                       op, 0, request, &why);
-    if (fell_back(why, OFL_KIND_PERSISTENT, OFL_COLL_ALLREDUCE,
-                  (size_t) count * dtype->super.size, comm)) {
-        return m->prev_allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, request,
-                                      m->prev_allreduce_init_module);
+                       op, 0, NULL, request, &why);
+    if (OFL_R_OFFLOAD == why) {
+        return rc;
     }
-    return rc;
+    if (OFL_R_UNSET == why) {
+        ompi_request_t *inner = NULL;
+        rc = m->prev_allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, &inner,
+                                    m->prev_allreduce_init_module);
+        return OMPI_SUCCESS != rc ? rc
+                                  : make_deferred(m, comm, OFL_COLL_ALLREDUCE, inner, sbuf, rbuf,
+                                                  count, dtype, op, 0, request);
+    }
+    fell_back(why, OFL_KIND_PERSISTENT, OFL_COLL_ALLREDUCE, (size_t) count * dtype->super.size,
+              comm);
+    return m->prev_allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, request,
+                                  m->prev_allreduce_init_module);
 }
 
 int mca_coll_offload_reduce_init(const void *sbuf, void *rbuf, int count,
@@ -1074,13 +1254,22 @@ int mca_coll_offload_reduce_init(const void *sbuf, void *rbuf, int count,
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     int why;
     int rc = reduction(m, comm, REQ_PERSISTENT, OFL_COLL_REDUCE, sbuf, rbuf, count, dtype, op,
-                       root, request, &why);
-    if (fell_back(why, OFL_KIND_PERSISTENT, OFL_COLL_REDUCE,
-                  (size_t) count * dtype->super.size, comm)) {
-        return m->prev_reduce_init(sbuf, rbuf, count, dtype, op, root, comm, info, request,
-                                   m->prev_reduce_init_module);
+                       root, NULL, request, &why);
+    if (OFL_R_OFFLOAD == why) {
+        return rc;
     }
-    return rc;
+    if (OFL_R_UNSET == why) {
+        ompi_request_t *inner = NULL;
+        rc = m->prev_reduce_init(sbuf, rbuf, count, dtype, op, root, comm, info, &inner,
+                                 m->prev_reduce_init_module);
+        return OMPI_SUCCESS != rc ? rc
+                                  : make_deferred(m, comm, OFL_COLL_REDUCE, inner, sbuf, rbuf,
+                                                  count, dtype, op, root, request);
+    }
+    fell_back(why, OFL_KIND_PERSISTENT, OFL_COLL_REDUCE, (size_t) count * dtype->super.size,
+              comm);
+    return m->prev_reduce_init(sbuf, rbuf, count, dtype, op, root, comm, info, request,
+                               m->prev_reduce_init_module);
 }
 
 int mca_coll_offload_bcast_init(void *buf, int count, struct ompi_datatype_t *dtype, int root,
@@ -1089,13 +1278,22 @@ int mca_coll_offload_bcast_init(void *buf, int count, struct ompi_datatype_t *dt
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     int why;
-    int rc = bcast(m, comm, REQ_PERSISTENT, buf, count, dtype, root, request, &why);
-    if (fell_back(why, OFL_KIND_PERSISTENT, OFL_COLL_BCAST, (size_t) count * dtype->super.size,
-                  comm)) {
-        return m->prev_bcast_init(buf, count, dtype, root, comm, info, request,
-                                  m->prev_bcast_init_module);
+    int rc = bcast(m, comm, REQ_PERSISTENT, buf, count, dtype, root, NULL, request, &why);
+    if (OFL_R_OFFLOAD == why) {
+        return rc;
     }
-    return rc;
+    if (OFL_R_UNSET == why) {
+        ompi_request_t *inner = NULL;
+        rc = m->prev_bcast_init(buf, count, dtype, root, comm, info, &inner,
+                                m->prev_bcast_init_module);
+        return OMPI_SUCCESS != rc ? rc
+                                  : make_deferred(m, comm, OFL_COLL_BCAST, inner, NULL, buf,
+                                                  count, dtype, NULL, root, request);
+    }
+    fell_back(why, OFL_KIND_PERSISTENT, OFL_COLL_BCAST, (size_t) count * dtype->super.size,
+              comm);
+    return m->prev_bcast_init(buf, count, dtype, root, comm, info, request,
+                              m->prev_bcast_init_module);
 }
 
 int mca_coll_offload_barrier_init(struct ompi_communicator_t *comm, struct ompi_info_t *info,
@@ -1103,9 +1301,17 @@ int mca_coll_offload_barrier_init(struct ompi_communicator_t *comm, struct ompi_
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     int why;
-    int rc = barrier(m, comm, REQ_PERSISTENT, request, &why);
-    if (fell_back(why, OFL_KIND_PERSISTENT, OFL_COLL_BARRIER, 0, comm)) {
-        return m->prev_barrier_init(comm, info, request, m->prev_barrier_init_module);
+    int rc = barrier(m, comm, REQ_PERSISTENT, NULL, request, &why);
+    if (OFL_R_OFFLOAD == why) {
+        return rc;
     }
-    return rc;
+    if (OFL_R_UNSET == why) {
+        ompi_request_t *inner = NULL;
+        rc = m->prev_barrier_init(comm, info, &inner, m->prev_barrier_init_module);
+        return OMPI_SUCCESS != rc ? rc
+                                  : make_deferred(m, comm, OFL_COLL_BARRIER, inner, NULL, NULL,
+                                                  0, NULL, NULL, 0, request);
+    }
+    fell_back(why, OFL_KIND_PERSISTENT, OFL_COLL_BARRIER, 0, comm);
+    return m->prev_barrier_init(comm, info, request, m->prev_barrier_init_module);
 }

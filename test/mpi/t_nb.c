@@ -16,6 +16,8 @@
  *       MPI_Cancel fails with MPI_ERR_REQUEST and the request completes;
  *   (e) persistent: MPIX_*_init, 1000 x MPI_Start/Wait with checks, Startall of
  *       all four, inactive after completion, Request_free of an active one;
+ *       requests made before the communicator's first blocking collective run
+ *       on the fallback until it, offloaded after it (counters say which);
  *   (f) progress without the host (--expect-offload only): every rank posts,
  *       computes without any MPI call for far longer than the call takes, and
  *       finds the result already in place; the first MPI_Test says done; the
@@ -823,6 +825,76 @@ static void test_persistent(void)
     free(bcb);
 }
 
+/* Persistent requests made on a communicator before its first blocking
+ * collective run on the fallback until that collective has set the NIC up,
+ * then offloaded, on every rank from the same start on. */
+static void test_persistent_early(void)
+{
+    MPI_Comm c;
+    t_check_rc(MPI_Comm_dup(MPI_COMM_WORLD, &c), "MPI_Comm_dup");
+    enum { BC = 700, PHASE = 5 };
+    int rin[3], rout[3], ain[3], aout[3], *bcb = malloc(sizeof(int) * BC);
+    int broot = np - 1, rroot = np / 2;
+    MPI_Request q[4], gone;
+    int rc = MPIX_Allreduce_init(ain, aout, 3, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &q[0]);
+    rc |= MPIX_Reduce_init(rin, rout, 3, MPI_INT, MPI_SUM, rroot, c, MPI_INFO_NULL, &q[1]);
+    rc |= MPIX_Bcast_init(bcb, BC, MPI_INT, broot, c, MPI_INFO_NULL, &q[2]);
+    rc |= MPIX_Barrier_init(c, MPI_INFO_NULL, &q[3]);
+    t_check_rc(rc, "MPIX_*_init before the communicator's first blocking collective");
+
+    for (int phase = 0; phase < 2; phase++) {
+        snap_t a = snap();
+        int bad = 0;
+        for (int k = 0; k < PHASE; k++) {
+            int it = 100 * phase + k;
+            for (int i = 0; i < 3; i++) {
+                rin[i] = ain[i] = ival(me, it, i);
+                rout[i] = aout[i] = -1;
+            }
+            for (int i = 0; i < BC; i++) {
+                bcb[i] = me == broot ? ival(broot, it, i) : -1;
+            }
+            rc = MPI_Startall(4, q);
+            rc |= MPI_Waitall(4, q, MPI_STATUSES_IGNORE);
+            int okb = 1;
+            for (int i = 0; i < BC && okb; i++) {
+                okb = bcb[i] == ival(broot, it, i);
+            }
+            bad += MPI_SUCCESS != rc || check_sum(aout, it, 3) >= 0
+                   || (me == rroot && check_sum(rout, it, 3) >= 0) || !okb;
+        }
+        t_check(0 == bad, "persistent requests made before set-up, %s: %d of %d rounds wrong",
+                phase ? "after the first blocking collective" : "before it", bad, PHASE);
+        snap_t b = snap();
+        for (int coll = 0; coll < C_N; coll++) {
+            expect_count(a, b, K_P, coll, 0 == phase, PHASE,
+                         phase ? "early persistent request after set-up"
+                               : "early persistent request before set-up");
+        }
+        if (0 == phase) {
+            /* One freed while its fallback request runs: the operation completes. */
+            int gin = ival(me, 77, 0), gout = -1;
+            rc = MPIX_Allreduce_init(&gin, &gout, 1, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &gone);
+            rc |= MPI_Start(&gone);
+            rc |= MPI_Request_free(&gone);
+            double t0 = MPI_Wtime();
+            while (check_sum(&gout, 77, 1) >= 0 && MPI_Wtime() - t0 < 10.0) {
+                int flag;
+                MPI_Iprobe(MPI_ANY_SOURCE, 12345, c, &flag, MPI_STATUS_IGNORE);
+            }
+            t_check(MPI_SUCCESS == rc && MPI_REQUEST_NULL == gone && check_sum(&gout, 77, 1) < 0,
+                    "early persistent allreduce freed while active: rc=%d result %s", rc,
+                    check_sum(&gout, 77, 1) < 0 ? "right" : "wrong");
+            t_check_rc(MPI_Barrier(c), "MPI_Barrier (sets the communicator up)");
+        }
+    }
+    for (int k = 0; k < 4; k++) {
+        t_check_rc(MPI_Request_free(&q[k]), "MPI_Request_free (early persistent)");
+    }
+    t_check_rc(MPI_Comm_free(&c), "MPI_Comm_free");
+    free(bcb);
+}
+
 /* ---- (f) progress without the host ----------------------------------------------- */
 
 static double wall(void)
@@ -1087,6 +1159,7 @@ int main(int argc, char **argv)
     t_section_end();
     t_section_begin("(e) persistent");
     test_persistent();
+    test_persistent_early();
     t_section_end();
     t_section_begin("(f) progress without the host");
     test_no_host();
