@@ -13,8 +13,11 @@
  * allreduce and reduce use MPI_FLOAT / MPI_SUM (count = bytes / 4), bcast uses
  * MPI_CHAR, and the root is rank 0. iallreduce times MPI_Iallreduce + MPI_Wait,
  * pallreduce MPI_Start + MPI_Wait of a persistent allreduce (MPIX_Allreduce_init,
- * made once per size outside the timing).  barrier has no message and is reported once
- * with bytes = 0.  After each timed loop the result of the last call is checked, so
+ * made once per size outside the timing).  forms times those three forms of allreduce
+ * in turn, in 60 alternating blocks of ITERS / 60 calls, and reports each form's median
+ * block: a slow phase of the machine then hits all three alike, so their ratios hold
+ * even where absolute numbers drift between runs.  barrier has no message and is
+ * reported once with bytes = 0.  After each timed loop the result of the last call is checked, so
  * a collective component that returns wrong data makes the program exit with an
  * error instead of silently reporting a latency.
  *
@@ -41,12 +44,17 @@
 #define MAX_BYTES_LIMIT (1L << 30)
 
 enum coll_kind {
-    COLL_ALLREDUCE, COLL_REDUCE, COLL_BCAST, COLL_BARRIER, COLL_IALLREDUCE, COLL_PALLREDUCE
+    COLL_ALLREDUCE, COLL_REDUCE, COLL_BCAST, COLL_BARRIER, COLL_IALLREDUCE, COLL_PALLREDUCE,
+    COLL_FORMS
 };
 
 static const char *const coll_names[] = {
-    "allreduce", "reduce", "bcast", "barrier", "iallreduce", "pallreduce"
+    "allreduce", "reduce", "bcast", "barrier", "iallreduce", "pallreduce", "forms"
 };
+
+/* -c forms: the three forms of allreduce, timed in alternating blocks. */
+#define FORMS_BLOCKS 60
+static const enum coll_kind forms[3] = { COLL_ALLREDUCE, COLL_IALLREDUCE, COLL_PALLREDUCE };
 
 /* The persistent allreduce of the current size (pallreduce). */
 static MPI_Request persistent = MPI_REQUEST_NULL;
@@ -68,7 +76,7 @@ struct buffers {
 static void usage(FILE *out, const char *prog)
 {
     fprintf(out,
-            "usage: %s -c allreduce|reduce|bcast|barrier|iallreduce|pallreduce\n"
+            "usage: %s -c allreduce|reduce|bcast|barrier|iallreduce|pallreduce|forms\n"
             "          [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-f csv|text] [-h]\n"
             "  -c COLL     collective to time (required)\n"
             "  -m MIN:MAX  message sizes in bytes, powers of two from MIN to MAX\n"
@@ -280,11 +288,12 @@ static void prepare(const struct options *opt, struct buffers *b, long bytes, in
     case COLL_REDUCE:
     case COLL_IALLREDUCE:
     case COLL_PALLREDUCE:
+    case COLL_FORMS:
         for (i = 0; i < count; i++) {
             b->send[i] = input_value(rank, i);
             b->recv[i] = -1.0f;
         }
-        if (COLL_PALLREDUCE == opt->coll) {
+        if (COLL_PALLREDUCE == opt->coll || COLL_FORMS == opt->coll) {
             if (MPI_REQUEST_NULL != persistent) {
                 MPI_Request_free(&persistent);
             }
@@ -302,11 +311,11 @@ static void prepare(const struct options *opt, struct buffers *b, long bytes, in
     }
 }
 
-static int run_once(const struct options *opt, struct buffers *b, long bytes)
+static int run_form(enum coll_kind coll, struct buffers *b, long bytes)
 {
     int count = (int)(bytes / (long)sizeof(float));
 
-    switch (opt->coll) {
+    switch (coll) {
     case COLL_ALLREDUCE:
         return MPI_Allreduce(b->send, b->recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     case COLL_REDUCE:
@@ -325,8 +334,15 @@ static int run_once(const struct options *opt, struct buffers *b, long bytes)
         int rc = MPI_Start(&persistent);
         return MPI_SUCCESS == rc ? MPI_Wait(&persistent, MPI_STATUS_IGNORE) : rc;
     }
+    case COLL_FORMS:
+        break;
     }
     return MPI_ERR_OTHER;
+}
+
+static int run_once(const struct options *opt, struct buffers *b, long bytes)
+{
+    return run_form(opt->coll, b, bytes);
 }
 
 /* Check the result of the last call; returns the index of the first bad element or -1. */
@@ -345,6 +361,7 @@ static long check(const struct options *opt, const struct buffers *b, long bytes
     case COLL_ALLREDUCE:
     case COLL_IALLREDUCE:
     case COLL_PALLREDUCE:
+    case COLL_FORMS:
         for (i = 0; i < count; i++) {
             float want = (float)(nranks * (nranks + 1) / 2 * (int)(i % 7 + 1));
             if (b->recv[i] != want) {
@@ -386,6 +403,65 @@ static double measure(const struct options *opt, struct buffers *b, long bytes, 
     }
     t1 = MPI_Wtime();
     return (t1 - t0) * 1e6 / iters;
+}
+
+/* One output line: the average of the ranks' latencies, and their range. */
+static void report(const struct options *opt, const char *name, long bytes,
+                   const double *all_lat, int nranks, int iters)
+{
+    double avg = 0.0, min = all_lat[0], max = all_lat[0];
+    for (int i = 0; i < nranks; i++) {
+        avg += all_lat[i];
+        min = all_lat[i] < min ? all_lat[i] : min;
+        max = all_lat[i] > max ? all_lat[i] : max;
+    }
+    avg /= nranks;
+    if (opt->csv) {
+        printf("%s,%ld,%.3f,%.3f,%.3f,%d\n", name, bytes, avg, min, max, iters);
+    } else {
+        printf("%-10s %12ld %12.2f %12.2f %12.2f %8d\n", name, bytes, avg, min, max, iters);
+    }
+    fflush(stdout);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* -c forms: lat[f] = median over blocks of form f's per-call latency (us); 0 or -1. */
+static int measure_forms(struct buffers *b, long bytes, int iters, int warmup, double lat[3])
+{
+    static double block[3][FORMS_BLOCKS];
+    int per = iters / FORMS_BLOCKS > 0 ? iters / FORMS_BLOCKS : 1;
+
+    for (int f = 0; f < 3; f++) {
+        for (int i = 0; i < warmup / 3 + 1; i++) {
+            if (run_form(forms[f], b, bytes) != MPI_SUCCESS) {
+                return -1;
+            }
+        }
+    }
+    for (int k = 0; k < FORMS_BLOCKS; k++) {
+        for (int f = 0; f < 3; f++) {
+            /* Rotate the order so that no form always follows the same one. */
+            int g = (f + k) % 3;
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = MPI_Wtime();
+            for (int i = 0; i < per; i++) {
+                if (run_form(forms[g], b, bytes) != MPI_SUCCESS) {
+                    return -1;
+                }
+            }
+            block[g][k] = (MPI_Wtime() - t0) * 1e6 / per;
+        }
+    }
+    for (int f = 0; f < 3; f++) {
+        qsort(block[f], FORMS_BLOCKS, sizeof(double), cmp_double);
+        lat[f] = block[f][FORMS_BLOCKS / 2];
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -453,11 +529,34 @@ int main(int argc, char **argv)
     for (bytes = first; bytes <= opt.max_bytes; bytes = next_size(&opt, bytes)) {
         int iters = iters_for(&opt, bytes);
         int warmup = warmup_for(&opt, iters);
-        double lat, avg, min, max;
+        double lat;
         long bad;
         int i, any_bad;
 
         prepare(&opt, &b, bytes, rank);
+        if (COLL_FORMS == opt.coll) {
+            double fl[3];
+            if (measure_forms(&b, bytes, iters, warmup, fl) != 0) {
+                fprintf(stderr, "coll_lat: rank %d: an allreduce form failed at %ld bytes\n",
+                        rank, bytes);
+                MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE);
+            }
+            bad = check(&opt, &b, bytes, rank, nranks);
+            i = bad >= 0;
+            MPI_Allreduce(&i, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+            if (any_bad) {
+                fprintf(stderr, "coll_lat: wrong allreduce result at %ld bytes\n", bytes);
+                status = EXIT_FAILURE;
+                break;
+            }
+            for (int f = 0; f < 3; f++) {
+                MPI_Gather(&fl[f], 1, MPI_DOUBLE, all_lat, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+                if (rank == 0) {
+                    report(&opt, coll_names[forms[f]], bytes, all_lat, nranks, iters);
+                }
+            }
+            continue;
+        }
         lat = measure(&opt, &b, bytes, iters, warmup);
         if (lat < 0) {
             fprintf(stderr, "coll_lat: rank %d: MPI_%s failed at %ld bytes\n", rank,
@@ -478,25 +577,9 @@ int main(int argc, char **argv)
         }
 
         MPI_Gather(&lat, 1, MPI_DOUBLE, all_lat, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-        if (rank != 0) {
-            continue;
+        if (rank == 0) {
+            report(&opt, coll_names[opt.coll], bytes, all_lat, nranks, iters);
         }
-        avg = 0.0;
-        min = max = all_lat[0];
-        for (i = 0; i < nranks; i++) {
-            avg += all_lat[i];
-            min = all_lat[i] < min ? all_lat[i] : min;
-            max = all_lat[i] > max ? all_lat[i] : max;
-        }
-        avg /= nranks;
-        if (opt.csv) {
-            printf("%s,%ld,%.3f,%.3f,%.3f,%d\n", coll_names[opt.coll], bytes, avg, min, max,
-                   iters);
-        } else {
-            printf("%-10s %12ld %12.2f %12.2f %12.2f %8d\n", coll_names[opt.coll], bytes, avg,
-                   min, max, iters);
-        }
-        fflush(stdout);
     }
 
     if (MPI_REQUEST_NULL != persistent) {

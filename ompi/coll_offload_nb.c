@@ -138,8 +138,9 @@ static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
  * doorbells (see post()). */
 #define POST_FIRE_MAX 16384
 
-/* Unproductive progress calls, while work is outstanding, between yields. */
-#define NB_YIELD_EVERY 32
+/* Unproductive progress calls in a row, while work is outstanding, before
+ * they start yielding (coll_offload_spin; 0 when oversubscribed). */
+static unsigned nb_spin;
 
 static int nb_active;                          /* atomic: set up (free list, agent) */
 static pthread_mutex_t nb_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -473,6 +474,7 @@ static int nb_activate(void)
     pthread_mutex_lock(&nb_lock);
     if (!nb_active) {
         ofl_agent_init(&agent);
+        nb_spin = ofl_glue_spin_before_yield(&c->params);
         opal_progress_register(nb_progress);
         if (c->params.agent) {
             char why[256];
@@ -532,6 +534,45 @@ static int module_activate(mca_coll_offload_module_t *m)
     return OMPI_SUCCESS;
 }
 
+static void complete(mca_coll_offload_req_t *r);
+
+/* A small call on a module with nothing outstanding, whose executor lock this
+ * thread gets: fire first, count after. The puts are then on their way before
+ * any locked instruction (each would wait for this core's earlier stores to
+ * the peers' lines to drain), and a call the peers have already made complete
+ * here, without touching the run list, the agent or the done stack. Returns 0,
+ * having done nothing, when the slow path must post. */
+static int post_first(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r,
+                      const ofl_program_t *prog, const ofl_call_t *call)
+{
+    if (0 != __atomic_load_n(&m->nactive, __ATOMIC_ACQUIRE)
+        || !ofl_agent_item_trylock(&m->item)) {
+        return 0;
+    }
+    if (0 != __atomic_load_n(&m->nactive, __ATOMIC_ACQUIRE)) {
+        ofl_agent_item_unlock(&m->item);
+        return 0;
+    }
+    ofl_engine_post(&r->inst, prog, &m->nic.base, &m->edges, call);
+    int done = ofl_engine_progress(&r->inst);
+    if (done > 0) {
+        ofl_agent_item_unlock(&m->item);
+        r->done = 1;
+        complete(r);
+        return 1;
+    }
+    /* Outstanding (or failed: module_progress reports it): the run list is
+     * empty, and ours while we hold the lock. */
+    __atomic_fetch_add(&m->nactive, 1, __ATOMIC_ACQ_REL);
+    ofl_agent_count_in(&agent, 1);
+    r->next = NULL;
+    m->run_head = m->run_tail = r;
+    head_changed(m);
+    ofl_agent_item_unlock(&m->item);
+    ofl_agent_wake(&agent);
+    return 1;
+}
+
 static void post(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r,
                  const ofl_program_t *prog, const ofl_call_t *call)
 {
@@ -546,10 +587,13 @@ static void post(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r,
                 && call->count * call->elem > POST_FIRE_MAX;
     ofl_call_t c = *call;
     c.ring = large;
-    ofl_engine_post(&r->inst, prog, &m->nic.base, &m->edges, &c);
     r->status = OFL_WAIT_OK;
     r->error = 0;
     r->done = 0;
+    if (!large && REQ_BLOCKING != r->kind && post_first(m, r, prog, &c)) {
+        return;
+    }
+    ofl_engine_post(&r->inst, prog, &m->nic.base, &m->edges, &c);
     __atomic_fetch_add(&m->nactive, 1, __ATOMIC_ACQ_REL);
     mca_coll_offload_req_t *top = __atomic_load_n(&m->incoming, __ATOMIC_RELAXED);
     do {
@@ -758,12 +802,14 @@ static void complete(mca_coll_offload_req_t *r)
  * the requests whose instances are done. */
 static int nb_progress(void)
 {
-    static unsigned idle_calls;   /* racy across threads: only a hint */
+    static unsigned idle_streak;   /* racy across threads: only a hint */
     int n = 0;
     if (ofl_agent_pending(&agent) > 0) {
         n += ofl_agent_run(&agent);
-        if (0 == n && NULL == __atomic_load_n(&done_stack, __ATOMIC_RELAXED)
-            && 0 == (++idle_calls % NB_YIELD_EVERY)) {
+        if (0 != n) {
+            idle_streak = 0;
+        } else if (NULL == __atomic_load_n(&done_stack, __ATOMIC_RELAXED)
+                   && ++idle_streak > nb_spin) {
             /* An application thread spinning in MPI_Wait would keep off its core
              * whatever the work waits for: the agent of this or another rank,
              * preempted there (Open MPI's wait loop itself never yields). */
