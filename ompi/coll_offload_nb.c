@@ -145,6 +145,15 @@ static unsigned nb_spin;
 static int nb_active;                          /* atomic: set up (free list, agent) */
 static pthread_mutex_t nb_lock = PTHREAD_MUTEX_INITIALIZER;
 static mca_coll_offload_req_t *done_stack;     /* atomic LIFO, newest first */
+/* Requests an application thread finished while executing inside MPI
+ * (nb_progress): it completes them itself after its round, without the shared
+ * done stack's locked instructions. */
+static __thread int tls_app;
+static __thread mca_coll_offload_req_t *tls_done_head, *tls_done_tail;
+/* Without MPI threads: the module of the last call left outstanding at post,
+ * which an MPI_Wait most likely waits for. Only the one application thread
+ * reads or writes it; a module clears it when it goes. */
+static mca_coll_offload_module_t *hot_module;
 static hwloc_bitmap_t agent_set;               /* where the agent runs; NULL: as born */
 static int cancel_warned;
 
@@ -208,6 +217,14 @@ static void finish(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r,
     __atomic_fetch_sub(&m->nactive, 1, __ATOMIC_RELEASE);
     if (REQ_BLOCKING == r->kind) {
         __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+    } else if (tls_app) {
+        r->done = 1;
+        if (NULL == tls_done_head) {
+            tls_done_head = r;
+        } else {
+            tls_done_tail->next = r;
+        }
+        tls_done_tail = r;
     } else {
         __atomic_store_n(&r->done, 1, __ATOMIC_RELAXED);
         mca_coll_offload_req_t *top = __atomic_load_n(&done_stack, __ATOMIC_RELAXED);
@@ -570,6 +587,9 @@ static int post_first(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r,
     head_changed(m);
     ofl_agent_item_unlock(&m->item);
     ofl_agent_wake(&agent);
+    if (!opal_using_threads()) {
+        hot_module = m;
+    }
     return 1;
 }
 
@@ -601,6 +621,9 @@ static void post(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r,
     } while (!__atomic_compare_exchange_n(&m->incoming, &top, r, 1, __ATOMIC_RELEASE,
                                           __ATOMIC_RELAXED));
     ofl_agent_count_in(&agent, 1);
+    if (!opal_using_threads()) {
+        hot_module = m;
+    }
     if (large) {
         ofl_agent_kick(&agent);
         return;
@@ -786,11 +809,22 @@ static void complete(mca_coll_offload_req_t *r)
                                               0)) {
         q->req_status.MPI_ERROR = MPI_ERR_INTERN;
     }
-    int expect = CLAIM_NONE;
-    if (__atomic_compare_exchange_n(&r->claim, &expect, CLAIM_COMPLETE, 0, __ATOMIC_ACQ_REL,
-                                    __ATOMIC_ACQUIRE)) {
-        ompi_request_complete(q, true);
-        return;
+    if (!opal_using_threads()) {
+        /* One application thread at a time: nobody frees it meanwhile (see
+         * post_first for why a locked instruction less matters). Completion
+         * always signals: MPI_Waitall waits on a sync object even then. */
+        if (CLAIM_FREED != r->claim) {
+            r->claim = CLAIM_COMPLETE;
+            ompi_request_complete(q, true);
+            return;
+        }
+    } else {
+        int expect = CLAIM_NONE;
+        if (__atomic_compare_exchange_n(&r->claim, &expect, CLAIM_COMPLETE, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            ompi_request_complete(q, true);
+            return;
+        }
     }
     /* Freed by the application while it ran: nobody waits for it. Completing it
      * still runs the callback that releases what MPI_I<coll> retained. */
@@ -803,9 +837,30 @@ static void complete(mca_coll_offload_req_t *r)
 static int nb_progress(void)
 {
     static unsigned idle_streak;   /* racy across threads: only a hint */
+    static unsigned calls;         /* idem */
     int n = 0;
     if (ofl_agent_pending(&agent) > 0) {
-        n += ofl_agent_run(&agent);
+        tls_app = 1;
+        mca_coll_offload_module_t *h = hot_module;
+        if (NULL != h && 0 != (++calls & 15)
+            && 0 != __atomic_load_n(&h->nactive, __ATOMIC_ACQUIRE)
+            && ofl_agent_item_trylock(&h->item)) {
+            /* MPI_Wait on the last call posted: poll its communicator only,
+             * without the agent's list lock (two more locked instructions per
+             * poll). Every 16th call, and whenever that module is busy, all. */
+            ofl_agent_host_round(&agent);
+            n += module_progress(&h->item);
+            ofl_agent_item_unlock(&h->item);
+        } else {
+            n += ofl_agent_run(&agent);
+        }
+        tls_app = 0;
+        while (NULL != tls_done_head) {
+            mca_coll_offload_req_t *r = tls_done_head;
+            tls_done_head = r->next;
+            r->next = NULL;
+            complete(r);
+        }
         if (0 != n) {
             idle_streak = 0;
         } else if (NULL == __atomic_load_n(&done_stack, __ATOMIC_RELAXED)
@@ -1093,6 +1148,9 @@ void mca_coll_offload_nb_module_fini(mca_coll_offload_module_t *m)
     }
     ofl_agent_remove(&agent, &m->item);
     m->item_linked = 0;
+    if (hot_module == m) {
+        hot_module = NULL;
+    }
     req_return(m->blocking_req);
     m->blocking_req = NULL;
 }

@@ -54,7 +54,14 @@ void mca_coll_offload_note(ofl_kind_t kind, ofl_coll_t coll, int reason, size_t 
     } else {
         counter = R_OFFLOAD == reason ? &c->nb_offloaded[kind][coll]
                                       : &c->nb_fallback[kind][coll];
-        __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+        if (opal_using_threads()) {
+            __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+        } else {
+            /* One application thread: no locked instruction (they stall on
+             * this core's pending stores to the peers' lines). */
+            __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + 1,
+                             __ATOMIC_RELAXED);
+        }
     }
     if (OPAL_UNLIKELY(c->params.verbose >= 10)) {
         if (R_OFFLOAD == reason) {

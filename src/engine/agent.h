@@ -197,6 +197,15 @@ static inline long ofl_agent_pending(ofl_agent_t *agent)
     return atomic_load_explicit(&agent->pending, memory_order_acquire);
 }
 
+/* An application thread drove progress itself (without ofl_agent_run): the
+ * agent backs off as it does after host rounds. */
+static inline void ofl_agent_host_round(ofl_agent_t *agent)
+{
+    atomic_store_explicit(&agent->host_rounds,
+                          atomic_load_explicit(&agent->host_rounds, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
 /* One round over every registered item from an application thread (inside an
  * MPI call): the sum of the callbacks' results (an item busy in another thread
  * counts 0). If the agent is in the middle of a round, this returns 0 at once,
