@@ -51,6 +51,7 @@ typedef struct {
     int ofi_after;                      /* ... from a communicator's n-th node-aware call */
     char *ofi_provider;
     char *ofi_fabric;                   /* "" : the provider's first non-loopback one */
+    int ofi_native;                     /* leaders' calls as triggered operations */
 } mca_coll_offload_params_t;
 
 /* How a collective was called: each kind has its own MPI_T counters. */
@@ -76,6 +77,7 @@ typedef struct {
     /* What the libfabric NIC sent between nodes (pvars coll_offload_ofi_*). */
     unsigned long long ofi_writes;
     unsigned long long ofi_bytes;
+    unsigned long long ofi_triggered;   /* triggered operations posted (native calls) */
 } mca_coll_offload_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_offload_component_t mca_coll_offload_component;
@@ -277,6 +279,8 @@ int mca_coll_offload_stage(void *stage, void *buf, int count, struct ompi_dataty
 void mca_coll_offload_types_init(void);
 int mca_coll_offload_map(struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                          ofl_alu_fn *fn, size_t *elem);
+int mca_coll_offload_map_kind(struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                              ofl_op_t *o, ofl_type_t *t);
 
 END_C_DECLS
 

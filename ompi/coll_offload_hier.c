@@ -17,6 +17,8 @@
  */
 #include "coll_offload.h"
 
+#include <errno.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -199,7 +201,11 @@ static void net_setup(hier_module_t *h)
         h->net_ready = 1;
         opal_output_verbose(1, c->output,
                             "coll:offload: %s leaders (%d nodes): libfabric NIC ready "
-                            "(provider %s)", up->c_name, n, c->params.ofi_provider);
+                            "(provider %s; native triggered collectives: %s)", up->c_name, n,
+                            c->params.ofi_provider,
+                            !c->params.ofi_native ? "off (coll_offload_ofi_native=0)"
+                            : ofl_ofi_native(h->ofi) ? "yes"
+                                                     : "no (provider or number of nodes)");
         return;
     }
     if (!__atomic_exchange_n(&net_warned, 1, __ATOMIC_RELAXED)) {
@@ -370,6 +376,37 @@ static int net_run(hier_module_t *h, const ofl_program_t *prog, const ofl_call_t
     return MPI_ERR_OTHER;
 }
 
+/* One leaders' call posted whole as triggered operations (ofi_native.c). */
+static int net_native(hier_module_t *h, void *buf, size_t count, ofl_op_t op, ofl_type_t type,
+                      const char *what)
+{
+    mca_coll_offload_component_t *c = &mca_coll_offload_component;
+    uint64_t w0, b0, w1, b1, t0 = ofl_ofi_native_posted(h->ofi);
+    ofl_ofi_stats(h->ofi, &w0, &b0);
+    ofl_ofi_wait_t w = {
+        .progress = ofl_glue_progress,
+        .ctx = NULL,
+        .spin_before_yield = ofl_glue_spin_before_yield(&c->params),
+        .timeout_s = c->params.watchdog,
+    };
+    int rc = NULL == buf ? ofl_ofi_native_barrier(h->ofi, &w)
+                         : ofl_ofi_native_allreduce(h->ofi, buf, buf, count, op, type, &w);
+    ofl_ofi_stats(h->ofi, &w1, &b1);
+    __atomic_fetch_add(&c->ofi_writes, (unsigned long long) (w1 - w0), __ATOMIC_RELAXED);
+    __atomic_fetch_add(&c->ofi_bytes, (unsigned long long) (b1 - b0), __ATOMIC_RELAXED);
+    __atomic_fetch_add(&c->ofi_triggered,
+                       (unsigned long long) (ofl_ofi_native_posted(h->ofi) - t0),
+                       __ATOMIC_RELAXED);
+    if (OPAL_LIKELY(0 == rc)) {
+        return OMPI_SUCCESS;
+    }
+    opal_output(0, "coll:offload: %s on %s (node leaders, triggered operations) failed: %s",
+                what, h->leaders->c_name,
+                -ETIMEDOUT == rc ? "watchdog expired waiting" : "an operation to a peer failed");
+    h->net_ready = 0;   /* mid-call: nothing more runs on it */
+    return MPI_ERR_OTHER;
+}
+
 static int hier_reduction_ok(hier_module_t *h, ofl_coll_t coll, struct ompi_op_t *op,
                              struct ompi_datatype_t *dtype, int count)
 {
@@ -420,8 +457,15 @@ static int hier_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_d
     if (OMPI_SUCCESS == rc && MPI_COMM_NULL != h->leaders) {
         ompi_communicator_t *up = h->leaders;
         ofl_call_t call = { 0 };
-        if (h->net_ready
-            && 0 == mca_coll_offload_map(dtype, op, &call.fn, &call.elem)) {
+        ofl_op_t nop;
+        ofl_type_t ntype;
+        if (h->net_ready && mca_coll_offload_component.params.ofi_native
+            && 0 == mca_coll_offload_map_kind(dtype, op, &nop, &ntype)
+            && ofl_ofi_native_ok(h->ofi, nop, ntype, (size_t) count)) {
+            /* the same answer on every leader: provider, op, type, count */
+            rc = net_native(h, rbuf, (size_t) count, nop, ntype, "MPI_Allreduce");
+        } else if (h->net_ready
+                   && 0 == mca_coll_offload_map(dtype, op, &call.fn, &call.elem)) {
             /* predefined op and type: the same on every leader */
             call.send = call.recv = rbuf;
             call.count = (size_t) count;
@@ -576,7 +620,10 @@ static int hier_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t
     /* Everyone on the node is in; every node is in; let the node go. */
     rc = lo->c_coll->coll_barrier(lo, lo->c_coll->coll_barrier_module);
     if (OMPI_SUCCESS == rc && MPI_COMM_NULL != h->leaders) {
-        if (h->net_ready) {
+        if (h->net_ready && mca_coll_offload_component.params.ofi_native
+            && ofl_ofi_native(h->ofi)) {
+            rc = net_native(h, NULL, 0, OFL_OP_SUM, OFL_T_UINT64, "MPI_Barrier");
+        } else if (h->net_ready) {
             ofl_call_t call = { .send = NULL, .recv = NULL, .fn = NULL, .elem = 1, .count = 0 };
             rc = net_run(h, &h->net_barrier, &call, "MPI_Barrier");
         } else {

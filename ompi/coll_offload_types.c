@@ -100,6 +100,21 @@ static int ofl_op_of(const ompi_op_t *op)
     }
 }
 
+/* The ALU's names for (dtype, op) when mca_coll_offload_map takes them (0),
+ * else its reason. */
+int mca_coll_offload_map_kind(struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                              ofl_op_t *o, ofl_type_t *t)
+{
+    ofl_alu_fn fn;
+    size_t elem;
+    int reason = mca_coll_offload_map(dtype, op, &fn, &elem);
+    if (0 == reason) {
+        *o = (ofl_op_t) ofl_op_of(op);
+        *t = (ofl_type_t) (type_of_id[dtype->id] - 1);
+    }
+    return reason;
+}
+
 /* 0 and the kernel when (dtype, op) runs on the ALU; otherwise a reason > 0:
  * 1 user-defined op, 2 not a predefined datatype the ALU knows, 3 op not defined
  * on that type. Depends only on arguments every rank passes identically. */

@@ -93,6 +93,7 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
     p->ofi = 0;
     p->ofi_after = 16;
     p->ofi_provider = (char *) "sockets";
+    p->ofi_native = 1;
     p->ofi_fabric = (char *) "";
 
     reg_int(c, "priority",
@@ -192,6 +193,14 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
             "(endpoint, registered mailboxes): communicators used a few times never pay for "
             "it. With one rank per node, calls before that go to the layer below",
             OPAL_INFO_LVL_6, &p->ofi_after);
+    reg_int(c, "ofi_native",
+            "1: where the provider offers triggered atomics (FI_TRIGGER, FI_ATOMIC: sockets "
+            "here, cxi on Slingshot) and the number of nodes is a power of two, the leaders' "
+            "allreduce (up to 4096 bytes; sums and products, integer min/max/bitwise ops) and "
+            "barrier are posted whole as triggered operations: the NIC combines and forwards, "
+            "the host only posts and waits (recursive doubling, results identical on every "
+            "rank); 0: the descriptor program with software triggering",
+            OPAL_INFO_LVL_6, &p->ofi_native);
     mca_base_component_var_register(
         &c->super.collm_version, "ofi_provider",
         "libfabric provider of the leaders' level: one with RDM endpoints, RMA, remote-write "
@@ -262,7 +271,7 @@ int ofl_glue_register_pvars(mca_coll_offload_component_t *c)
 {
     for (int k = 0; k < OFL_COLL_COUNT; ++k) {
         const char *coll = ofl_coll_name((ofl_coll_t) k);
-        char name[64], help[200];
+        char name[64], help[320];
         snprintf(name, sizeof(name), "%s_offloaded", coll);
         snprintf(help, sizeof(help), "Number of MPI_%s calls run as descriptor programs", coll);
         reg_counter(c, name, help, &c->offloaded[k]);
@@ -288,7 +297,9 @@ int ofl_glue_register_pvars(mca_coll_offload_component_t *c)
         snprintf(name, sizeof(name), "p%s_fallback", coll);
         snprintf(help, sizeof(help),
                  "Number of persistent %s requests (MPIX_%s_init) handed to the fallback "
-                 "component (one per init)", coll, coll);
+                 "component (one per init), and of starts of requests made before the "
+                 "communicator was set up that still ran on the fallback (one per start)",
+                 coll, coll);
         reg_counter(c, name, help, &c->nb_fallback[OFL_KIND_PERSISTENT][k]);
     }
     reg_counter(c, "ofi_writes",
@@ -296,6 +307,10 @@ int ofl_glue_register_pvars(mca_coll_offload_component_t *c)
                 "and credits of the leaders' descriptor programs", &c->ofi_writes);
     reg_counter(c, "ofi_bytes", "Bytes the libfabric NIC sent between nodes (node leaders only)",
                 &c->ofi_bytes);
+    reg_counter(c, "ofi_triggered",
+                "Triggered operations (fi_trigger(3): atomics fired by a counter threshold) "
+                "the node leaders posted for native collectives (coll_offload_ofi_native)",
+                &c->ofi_triggered);
     return OMPI_SUCCESS;
 }
 

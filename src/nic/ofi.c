@@ -2,6 +2,7 @@
  * coll/offload — the libfabric NIC backend (see ofi.h).
  */
 #include "nic/ofi.h"
+#include "nic/ofi_int.h"
 
 #include <errno.h>
 #include <rdma/fabric.h>
@@ -24,16 +25,8 @@
 #include <dlfcn.h>
 #include <pthread.h>
 
-static struct {
-    int (*getinfo)(uint32_t, const char *, const char *, uint64_t, const struct fi_info *,
-                   struct fi_info **);
-    void (*freeinfo)(struct fi_info *);
-    struct fi_info *(*dupinfo)(const struct fi_info *);
-    int (*fabric)(struct fi_fabric_attr *, struct fid_fabric **, void *);
-    const char *(*strerror)(int);
-    int loaded;               /* 1 ok, -1 failed */
-    char why[200];
-} lf;
+ofl_ofi_lib_t ofl_ofi_lf;
+#define lf ofl_ofi_lf
 
 static pthread_once_t lf_once = PTHREAD_ONCE_INIT;
 
@@ -61,50 +54,6 @@ static void lf_load(void)
     lf.loaded = 1;
 }
 
-#define CH OFL_CHANNELS
-#define NAME_MAX_BYTES 256
-#define MIN_WRITE 8   /* an item of no payload still lands (and counts) */
-
-/* A rank's blob: its endpoint name, then for every stream it receives (src,
- * chan) where the mailbox region is and its key, then its credit region. */
-typedef struct {
-    uint32_t name_len;
-    uint32_t size;
-    uint8_t name[NAME_MAX_BYTES];
-    uint64_t credit_base;
-    uint64_t credit_key;
-    uint64_t mbox[];          /* [src * CH + chan] pairs: base, key */
-} blob_t;
-
-struct ofl_ofi {
-    ofl_nic_t base;           /* first: the engine's view */
-    struct fi_info *info;
-    struct fid_fabric *fabric;
-    struct fid_domain *domain;
-    struct fid_av *av;
-    struct fid_cq *cq;
-    struct fid_ep *ep;
-    struct fid_cntr **cntr;   /* [src * CH + chan]: DATA counters, counted by the NIC */
-    struct fid_mr **mr_mbox;  /* [src * CH + chan] */
-    struct fid_mr *mr_credit;
-    struct fid_mr *mr_staging;
-    uint8_t *mbox;            /* [src][chan][slot] */
-    _Atomic uint64_t *credit; /* [feeder * CH + chan] */
-    uint8_t *staging;         /* [dst][chan][slot] */
-    fi_addr_t *addr;          /* [rank] */
-    uint64_t *r_mbox_base;    /* [dst * CH + chan]: dst's region for stream (me, chan) */
-    uint64_t *r_mbox_key;
-    uint64_t *r_credit_addr;  /* [dst]: dst's credit word base (index me * CH + chan) */
-    uint64_t *r_credit_key;
-    uint64_t *data_seen;      /* [src * CH + chan]: last counter value read */
-    int virt_addr;            /* remote addresses are virtual addresses, not offsets */
-    int prov_key;
-    int connected;
-    int poisoned;             /* dead rank + 1 */
-    uint64_t writes;
-    uint64_t bytes;
-};
-
 static size_t blob_bytes(int size)
 {
     return sizeof(blob_t) + sizeof(uint64_t) * 2 * (size_t) size * CH;
@@ -130,13 +79,17 @@ static inline uint8_t *staging_slot(ofl_ofi_t *o, int dst, int chan, uint64_t it
 }
 
 /* Drain the completion queue (writes are fire-and-forget: credits order slot
- * reuse) and, for providers that need it, drive progress. */
-static void poll_cq(ofl_ofi_t *o)
+ * reuse; triggered operations carry a context and are counted) and, for
+ * providers that need it, drive progress. */
+void ofl_ofi_poll_cq(ofl_ofi_t *o)
 {
     struct fi_cq_entry e[16];
     for (;;) {
         ssize_t n = fi_cq_read(o->cq, e, 16);
         if (n > 0) {
+            for (ssize_t i = 0; i < n; ++i) {
+                o->nat_completed += NULL != e[i].op_context;
+            }
             continue;
         }
         if (-FI_EAVAIL == n) {
@@ -161,7 +114,7 @@ static int ofi_reached(ofl_nic_t *b, int cnt, int peer, int chan, uint64_t thres
         if (o->data_seen[s] >= threshold) {
             return 1;
         }
-        poll_cq(o);
+        ofl_ofi_poll_cq(o);
         uint64_t v = fi_cntr_read(o->cntr[s]);
         o->data_seen[s] = v;
         if (v >= threshold) {
@@ -173,7 +126,7 @@ static int ofi_reached(ofl_nic_t *b, int cnt, int peer, int chan, uint64_t thres
     if (atomic_load_explicit(&o->credit[s], memory_order_acquire) >= threshold) {
         return 1;
     }
-    poll_cq(o);
+    ofl_ofi_poll_cq(o);
     return atomic_load_explicit(&o->credit[s], memory_order_acquire) >= threshold;
 }
 
@@ -202,7 +155,7 @@ static void post_write(ofl_ofi_t *o, const void *src, size_t len, int peer, uint
             o->poisoned = o->poisoned ? o->poisoned : peer + 1;
             return;
         }
-        poll_cq(o);
+        ofl_ofi_poll_cq(o);
     }
 }
 
@@ -305,13 +258,21 @@ ofl_ofi_t *ofl_ofi_open(int rank, int size, int slots, size_t slot_bytes, const 
     o->base.slots = slots;
     o->base.slot_bytes = (slot_bytes + 63) / 64 * 64;
     hints->ep_attr->type = FI_EP_RDM;
-    hints->caps = FI_RMA | FI_WRITE | FI_REMOTE_WRITE | FI_RMA_EVENT;
+    /* Triggered atomics first (native collectives); without, the engine's
+     * software triggering over plain RMA. */
+    hints->caps = FI_RMA | FI_WRITE | FI_REMOTE_WRITE | FI_RMA_EVENT | FI_ATOMIC | FI_TRIGGER;
     hints->tx_attr->msg_order = FI_ORDER_WAW;
     hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY
                                   | FI_MR_LOCAL;
     hints->domain_attr->threading = FI_THREAD_DOMAIN;
     hints->fabric_attr->prov_name = strdup(NULL != provider ? provider : "sockets");
     int rc = lf.getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &list);
+    o->native = 0 == rc;
+    o->nat_rounds = -1;
+    if (0 != rc) {
+        hints->caps &= ~(uint64_t) (FI_ATOMIC | FI_TRIGGER);
+        rc = lf.getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &list);
+    }
     if (0 != rc) {
         FAIL("lf.getinfo(provider %s, RDM, RMA with remote-write counters, ordered writes): %s",
              hints->fabric_attr->prov_name, lf.strerror(-rc));
@@ -389,6 +350,9 @@ ofl_ofi_t *ofl_ofi_open(int rank, int size, int slots, size_t slot_bytes, const 
                                 &o->mr_staging, NULL))) {
         FAIL("credit/staging regions: %s", lf.strerror(-rc));
     }
+    if (o->native && 0 != ofl_ofi_native_open(o, why, why_len)) {
+        goto fail;
+    }
     if (0 != (rc = fi_enable(o->ep))) {
         FAIL("fi_enable: %s", lf.strerror(-rc));
     }
@@ -421,6 +385,7 @@ void ofl_ofi_address(ofl_ofi_t *o, void *out)
     blob->size = (uint32_t) o->base.size;
     blob->credit_base = remote_base(o, (const void *) o->credit);
     blob->credit_key = fi_mr_key(o->mr_credit);
+    ofl_ofi_native_address(o, blob);
     size_t streams = (size_t) o->base.size * CH;
     size_t region = (size_t) o->base.slots * o->base.slot_bytes;
     for (size_t s = 0; s < streams; ++s) {
@@ -458,6 +423,7 @@ int ofl_ofi_connect(ofl_ofi_t *o, const void *blobs, char *why, size_t why_len)
         o->r_credit_addr[r] = blob->credit_base;
         o->r_credit_key[r] = blob->credit_key;
     }
+    ofl_ofi_native_connect(o, blobs, stride);
     o->connected = 1;
     return 0;
 }
@@ -481,6 +447,7 @@ void ofl_ofi_close(ofl_ofi_t *o)
     if (NULL != o->ep) {
         fi_close(&o->ep->fid);
     }
+    ofl_ofi_native_close(o);
     size_t streams = (size_t) o->base.size * CH;
     for (size_t s = 0; s < streams && NULL != o->mr_mbox; ++s) {
         if (NULL != o->mr_mbox[s]) {

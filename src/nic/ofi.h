@@ -13,8 +13,12 @@
  *              feeders RMA-write (inject) with their new value;
  *   staging    [dst][chan][slot]: the outbox; a DATA bump RMA-writes the
  *              descriptor's bytes from here to the peer's mailbox slot.
- * Triggering is the engine's (software); a provider with FI_TRIGGER could
- * take the same program as triggered operations (not done yet).
+ * Triggering is the engine's (software) for these programs. Where the
+ * provider offers triggered atomics (FI_TRIGGER, FI_ATOMIC: sockets here, cxi
+ * on Slingshot) and the communicator's size is a power of two, small
+ * allreduces and barriers can instead be posted whole as native triggered
+ * operations (ofl_ofi_native_*, ofi_native.c): the NIC combines and forwards,
+ * the host posts and later finds the result.
  *
  * Set-up is three steps, so that the caller exchanges addresses its own way
  * (an allgather): open, then address() gives this rank's blob (endpoint name,
@@ -26,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "alu/alu.h"
 #include "nic/nic.h"
 
 typedef struct ofl_ofi ofl_ofi_t;
@@ -53,5 +58,47 @@ ofl_nic_t *ofl_ofi_nic(ofl_ofi_t *ofi);
 void ofl_ofi_stats(const ofl_ofi_t *ofi, uint64_t *writes, uint64_t *bytes);
 
 void ofl_ofi_close(ofl_ofi_t *ofi);
+
+/* ---- native triggered collectives (ofi_native.c) ----------------------------
+ *
+ * Recursive doubling, every step a triggered atomic: in round j (0..L-1,
+ * L = log2 size) each rank adds its round-j accumulator into partner
+ * (rank ^ 2^j)'s round-(j+1) accumulator and into its own, both when its
+ * round-j counter says the accumulator is complete and that partner has
+ * reset the accumulator it adds into (a "ready" write sent at the partner's
+ * post). Each accumulator is combined from exactly two operands, so results
+ * are the same on every rank and every run, floats included (a + b == b + a
+ * bit for bit); their association is recursive doubling's, not the software
+ * programs' rank order. The host posts everything at the call and waits for
+ * the last counter; nothing is allocated per call. */
+
+#define OFL_OFI_NATIVE_MAX_BYTES 4096
+
+typedef struct {
+    void (*progress)(void *ctx);   /* called every 64 polls (may be NULL) */
+    void *ctx;
+    unsigned spin_before_yield;
+    double timeout_s;              /* 0: none */
+} ofl_ofi_wait_t;
+
+/* 1 when native collectives can run on this NIC (provider, power-of-two size). */
+int ofl_ofi_native(const ofl_ofi_t *ofi);
+
+/* 1 when `count` elements of (op, type) can run natively: the provider's
+ * atomics take them, and the bytes fit. Same answer on every rank of the same
+ * provider. */
+int ofl_ofi_native_ok(ofl_ofi_t *ofi, ofl_op_t op, ofl_type_t type, size_t count);
+
+/* Allreduce of `count` elements (send may equal recv), posted as triggered
+ * operations; returns when the result is in recv and this rank's operations
+ * completed: 0, -EIO (an operation failed), -ETIMEDOUT. */
+int ofl_ofi_native_allreduce(ofl_ofi_t *ofi, const void *send, void *recv, size_t count,
+                             ofl_op_t op, ofl_type_t type, const ofl_ofi_wait_t *wait);
+
+/* A barrier: the allreduce of one 64-bit zero. */
+int ofl_ofi_native_barrier(ofl_ofi_t *ofi, const ofl_ofi_wait_t *wait);
+
+/* Triggered operations posted so far. */
+uint64_t ofl_ofi_native_posted(const ofl_ofi_t *ofi);
 
 #endif

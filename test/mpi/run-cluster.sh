@@ -86,7 +86,7 @@ suite() {
         fi
     fi
     out=$(MPIRUN="$OFL_CLUSTER_DIR/mpirun" MPIRUN_ARGS="--map-by ppr:$ppn:node" \
-          SUITE="$kind" NP=$((hosts * ppn)) EXPECT_OFFLOAD=$want \
+          SUITE="$kind" NP=$((hosts * ppn)) HOSTS=$hosts EXPECT_OFFLOAD=$want \
           bash "$here/run.sh" "$BINDIR")
     echo "$out" | sed '$d'
     add "$(echo "$out" | tail -n 1)"

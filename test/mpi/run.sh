@@ -133,10 +133,20 @@ cluster | cluster-loss)
     run t_coll "$NP" "" --quick $expect
     if [ "$SUITE" = cluster ]; then
         run t_leak "$NP" ""
-        # The leaders' level on the libfabric NIC (provider sockets), from the first call.
-        # shellcheck disable=SC2086
-        run t_net "$NP" "--mca coll_offload_ofi 1 --mca coll_offload_ofi_after 0" --quick \
-            --expect-offload
+        # The leaders' level on the libfabric NIC (provider sockets), from the first call:
+        # with a power-of-two number of hosts (HOSTS) the small allreduces and barriers
+        # are posted as native triggered operations, and again with them off (software
+        # triggering, as on providers without FI_TRIGGER); otherwise software only.
+        ofi="--mca coll_offload_ofi 1 --mca coll_offload_ofi_after 0"
+        case "${HOSTS:-0}" in
+        2 | 4 | 8 | 16)
+            run t_net "$NP" "$ofi" --quick --expect-offload --expect-triggered
+            run t_net "$NP" "$ofi --mca coll_offload_ofi_native 0" --quick --expect-offload
+            ;;
+        *)
+            run t_net "$NP" "$ofi" --quick --expect-offload
+            ;;
+        esac
         # A rank SIGKILLed on the last host before a collective: without
         # --enable-recovery Open MPI ends the whole job; it must not hang.
         TEST_TIMEOUT=60 run_ends t_fault "$NP" "" kill

@@ -27,6 +27,7 @@
 typedef struct {
     int quick;              /* --quick: fewer types/counts for large process counts */
     int expect_offload;     /* --expect-offload: assert the MPI_T counters of the component */
+    int expect_triggered;   /* --expect-triggered: leaders post native triggered operations */
     int verbose;            /* -v: print every section on every rank */
 } t_opts_t;
 
@@ -45,12 +46,14 @@ static inline void t_parse_args(int argc, char **argv)
             t_opt.quick = 1;
         } else if (0 == strcmp(argv[i], "--expect-offload")) {
             t_opt.expect_offload = 1;
+        } else if (0 == strcmp(argv[i], "--expect-triggered")) {
+            t_opt.expect_triggered = 1;
         } else if (0 == strcmp(argv[i], "-v")) {
             t_opt.verbose = 1;
         } else {
             if (0 == t_wrank) {
                 fprintf(stderr, "%s: unknown option '%s' "
-                        "(known: --quick --expect-offload -v)\n", t_prog, argv[i]);
+                        "(known: --quick --expect-offload --expect-triggered -v)\n", t_prog, argv[i]);
             }
             MPI_Abort(MPI_COMM_WORLD, 2);
         }

@@ -11,7 +11,11 @@
  *   counters   with --expect-offload: every node leader's
  *              coll_offload_ofi_writes and _bytes rose (it sent over the
  *              network), the other ranks' stayed at 0 (only leaders touch it),
- *              and coll_offload_allreduce_offloaded counted every call.
+ *              and coll_offload_allreduce_offloaded counted every call; with
+ *              --expect-triggered the leaders' coll_offload_ofi_triggered rose
+ *              (the small allreduces and the barriers ran as native triggered
+ *              operations), without it it stayed at 0 (software triggering:
+ *              number of nodes not a power of two, or coll_offload_ofi_native 0).
  */
 #include "t_common.h"
 
@@ -34,13 +38,15 @@ int main(int argc, char **argv)
 {
     t_init(&argc, &argv, "t_net");
     int rank = t_wrank, size = t_wsize;
-    t_pvar_t pv[3] = { { .name = "coll_offload_ofi_writes" },
-                       { .name = "coll_offload_ofi_bytes" },
-                       { .name = "coll_offload_allreduce_offloaded" } };
-    unsigned long long before[3] = { 0, 0, 0 }, after[3] = { 0, 0, 0 };
+    enum { NPV = 4 };
+    t_pvar_t pv[NPV] = { { .name = "coll_offload_ofi_writes" },
+                         { .name = "coll_offload_ofi_bytes" },
+                         { .name = "coll_offload_allreduce_offloaded" },
+                         { .name = "coll_offload_ofi_triggered" } };
+    unsigned long long before[NPV] = { 0 }, after[NPV] = { 0 };
     if (t_opt.expect_offload) {
-        t_pvars_open(pv, 3);
-        for (int k = 0; k < 3; ++k) {
+        t_pvars_open(pv, NPV);
+        for (int k = 0; k < NPV; ++k) {
             t_check(t_pvar_read(&pv[k], &before[k]), "pvar %s readable", pv[k].name);
         }
     }
@@ -104,8 +110,15 @@ int main(int argc, char **argv)
     t_section_end();
     if (t_opt.expect_offload) {
         t_section_begin("counters");
-        for (int k = 0; k < 3; ++k) {
+        for (int k = 0; k < NPV; ++k) {
             t_pvar_read(&pv[k], &after[k]);
+        }
+        if (0 == lrank && t_opt.expect_triggered) {
+            t_check(after[3] > before[3], "node leader %d: ofi_triggered %llu -> %llu (must rise)",
+                    rank, before[3], after[3]);
+        } else {
+            t_check(after[3] == before[3], "rank %d: ofi_triggered %llu -> %llu (must not move%s)",
+                    rank, before[3], after[3], 0 == lrank ? ": software triggering" : "");
         }
         if (0 == lrank) {
             t_check(after[0] > before[0] && after[1] > before[1],
@@ -119,7 +132,7 @@ int main(int argc, char **argv)
         t_check(after[2] - before[2] >= calls,
                 "allreduce_offloaded rose by %llu, %llu calls made", after[2] - before[2],
                 calls);
-        t_pvars_close(pv, 3);
+        t_pvars_close(pv, NPV);
         t_section_end();
     }
     free(is);

@@ -11,7 +11,16 @@
  *              several segments, int64 sums checked against sums computed here,
  *              many calls back to back (sequence numbers across calls, slot
  *              reuse under credits);
- *   barrier    and bcast from every root.
+ *   barrier    and bcast from every root;
+ *   native     allreduces posted whole as triggered atomics (2 and 4 ranks,
+ *              one thread each): sums, products, min/max, bitwise ops over
+ *              integer and float types, 1 to 4096 bytes, dozens of calls
+ *              back to back with the op and size changing every call; integer
+ *              results against sums computed here, float results bit for bit
+ *              the same on every rank and close to the exact sum, a negative
+ *              zero kept; barriers that no rank leaves before every rank has
+ *              entered; what may not run natively is refused (3 ranks, float
+ *              MIN, MINLOC, too many bytes).
  * When the provider is missing (no libfabric sockets provider), the test says
  * so and exits 77 (skipped).
  */
@@ -20,6 +29,9 @@
 #include "sched/sched.h"
 #include "unit.h"
 
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -232,6 +244,264 @@ static void test_bcast_barrier(int n)
     close_all(n);
 }
 
+/* ---- native triggered collectives -------------------------------------------- */
+
+typedef struct {
+    ofl_op_t op;
+    ofl_type_t type;
+} nat_case_t;
+
+static const nat_case_t nat_cases[] = {
+    { OFL_OP_SUM, OFL_T_INT64 },  { OFL_OP_SUM, OFL_T_DOUBLE }, { OFL_OP_PROD, OFL_T_INT32 },
+    { OFL_OP_MIN, OFL_T_INT32 },  { OFL_OP_MAX, OFL_T_UINT16 }, { OFL_OP_BXOR, OFL_T_UINT8 },
+    { OFL_OP_SUM, OFL_T_FLOAT },  { OFL_OP_BAND, OFL_T_UINT64 }, { OFL_OP_MAX, OFL_T_INT8 },
+    { OFL_OP_BOR, OFL_T_INT16 },  { OFL_OP_SUM, OFL_T_UINT32 },
+};
+#define NAT_NCASES (sizeof(nat_cases) / sizeof(nat_cases[0]))
+#define NAT_CALLS 60   /* 55 (op, type, size) combinations and then some */
+#define NAT_BARRIERS 10
+
+/* Element i of rank r's input in call k, as a 64-bit value (cast per type). */
+static int64_t nat_in(int r, int k, size_t i)
+{
+    uint64_t x = (uint64_t) (r + 1) * 0x9e3779b97f4a7c15ULL + (uint64_t) k * 1000003ULL
+                 + (uint64_t) i * 7919ULL;
+    return (int64_t) (x ^ (x >> 29));
+}
+
+static size_t nat_count(int k, ofl_type_t t)
+{
+    size_t max = OFL_OFI_NATIVE_MAX_BYTES / ofl_type_size(t);
+    size_t sizes[] = { 1, 3, 17, 100, max };
+    return sizes[k % 5] < max ? sizes[k % 5] : max;
+}
+
+static void nat_put(ofl_type_t t, void *buf, size_t i, int64_t v, ofl_op_t op)
+{
+    switch (t) {
+    case OFL_T_INT8: ((int8_t *) buf)[i] = (int8_t) v; break;
+    case OFL_T_UINT8: ((uint8_t *) buf)[i] = (uint8_t) v; break;
+    case OFL_T_INT16: ((int16_t *) buf)[i] = (int16_t) v; break;
+    case OFL_T_UINT16: ((uint16_t *) buf)[i] = (uint16_t) v; break;
+    case OFL_T_INT32:
+        /* products of small factors stay exact and away from overflow */
+        ((int32_t *) buf)[i] = OFL_OP_PROD == op ? (int32_t) (v & 3) - 1 : (int32_t) v;
+        break;
+    case OFL_T_UINT32: ((uint32_t *) buf)[i] = (uint32_t) v; break;
+    case OFL_T_INT64: ((int64_t *) buf)[i] = v; break;
+    case OFL_T_UINT64: ((uint64_t *) buf)[i] = (uint64_t) v; break;
+    case OFL_T_FLOAT: ((float *) buf)[i] = (float) (v % 100000) / 7.0f; break;
+    case OFL_T_DOUBLE: ((double *) buf)[i] = (double) (v % 1000000) / 3.0; break;
+    default: break;
+    }
+}
+
+typedef struct {
+    int rank, n;
+    int failed_call;        /* -1: every call returned 0 */
+    int rc;
+    unsigned char *out;     /* [NAT_CALLS][4096] results */
+    int barrier_early;      /* a barrier left before every rank entered */
+    int neg_zero;           /* the all -0.0 sum came back as -0.0 */
+} nat_arg_t;
+
+static atomic_int nat_entered;
+
+static void *nat_rank(void *p)
+{
+    nat_arg_t *a = p;
+    ofl_ofi_t *o = nics[a->rank];
+    ofl_ofi_wait_t w = { .spin_before_yield = 100, .timeout_s = 20.0 };
+    unsigned char in[OFL_OFI_NATIVE_MAX_BYTES];
+    a->failed_call = -1;
+    for (int k = 0; k < NAT_CALLS; ++k) {
+        const nat_case_t *c = &nat_cases[k % NAT_NCASES];
+        size_t count = nat_count(k, c->type);
+        for (size_t i = 0; i < count; ++i) {
+            nat_put(c->type, in, i, nat_in(a->rank, k, i), c->op);
+        }
+        /* in place on odd calls */
+        void *out = a->out + (size_t) k * OFL_OFI_NATIVE_MAX_BYTES;
+        const void *src = in;
+        if (k & 1) {
+            memcpy(out, in, count * ofl_type_size(c->type));
+            src = out;
+        }
+        int rc = ofl_ofi_native_allreduce(o, src, out, count, c->op, c->type, &w);
+        if (0 != rc) {
+            a->failed_call = k;
+            a->rc = rc;
+            return NULL;
+        }
+    }
+    double nz = -0.0, res = 1.0;
+    if (0 != ofl_ofi_native_allreduce(o, &nz, &res, 1, OFL_OP_SUM, OFL_T_DOUBLE, &w)) {
+        a->failed_call = NAT_CALLS;
+        return NULL;
+    }
+    a->neg_zero = 0.0 == res && signbit(res);
+    for (int b = 0; b < NAT_BARRIERS; ++b) {
+        atomic_fetch_add(&nat_entered, 1);
+        if (0 != ofl_ofi_native_barrier(o, &w)) {
+            a->failed_call = NAT_CALLS + 1 + b;
+            return NULL;
+        }
+        if (atomic_load(&nat_entered) < a->n * (b + 1)) {
+            a->barrier_early++;
+        }
+    }
+    return NULL;
+}
+
+/* The exact result of call k, element i, for integer types (wrapping as C
+ * unsigned arithmetic does, then narrowed). */
+static int64_t nat_want_int(const nat_case_t *c, int n, int k, size_t i)
+{
+    unsigned char tmp[8];
+    int64_t acc = 0;
+    for (int r = 0; r < n; ++r) {
+        nat_put(c->type, tmp, 0, nat_in(r, k, i), c->op);
+        int64_t v;
+        switch (c->type) {
+        case OFL_T_INT8: v = *(int8_t *) tmp; break;
+        case OFL_T_UINT8: v = *(uint8_t *) tmp; break;
+        case OFL_T_INT16: v = *(int16_t *) tmp; break;
+        case OFL_T_UINT16: v = *(uint16_t *) tmp; break;
+        case OFL_T_INT32: v = *(int32_t *) tmp; break;
+        case OFL_T_UINT32: v = *(uint32_t *) tmp; break;
+        default: v = *(int64_t *) tmp; break;
+        }
+        if (0 == r) {
+            acc = v;
+            continue;
+        }
+        switch (c->op) {
+        case OFL_OP_SUM: acc = (int64_t) ((uint64_t) acc + (uint64_t) v); break;
+        case OFL_OP_PROD: acc = (int64_t) ((uint64_t) acc * (uint64_t) v); break;
+        case OFL_OP_MIN: acc = v < acc ? v : acc; break;
+        case OFL_OP_MAX: acc = v > acc ? v : acc; break;
+        case OFL_OP_BAND: acc &= v; break;
+        case OFL_OP_BOR: acc |= v; break;
+        default: acc ^= v; break;
+        }
+    }
+    memset(tmp, 0, sizeof(tmp));
+    nat_put(c->type == OFL_T_INT32 ? OFL_T_UINT32 : c->type, tmp, 0, acc, OFL_OP_SUM);
+    int64_t narrowed;
+    switch (c->type) {
+    case OFL_T_INT8: narrowed = *(int8_t *) tmp; break;
+    case OFL_T_UINT8: narrowed = *(uint8_t *) tmp; break;
+    case OFL_T_INT16: narrowed = *(int16_t *) tmp; break;
+    case OFL_T_UINT16: narrowed = *(uint16_t *) tmp; break;
+    case OFL_T_INT32: narrowed = *(int32_t *) tmp; break;
+    case OFL_T_UINT32: narrowed = *(uint32_t *) tmp; break;
+    default: narrowed = *(int64_t *) tmp; break;
+    }
+    return narrowed;
+}
+
+static int64_t nat_got_int(ofl_type_t t, const void *buf, size_t i)
+{
+    switch (t) {
+    case OFL_T_INT8: return ((const int8_t *) buf)[i];
+    case OFL_T_UINT8: return ((const uint8_t *) buf)[i];
+    case OFL_T_INT16: return ((const int16_t *) buf)[i];
+    case OFL_T_UINT16: return ((const uint16_t *) buf)[i];
+    case OFL_T_INT32: return ((const int32_t *) buf)[i];
+    case OFL_T_UINT32: return ((const uint32_t *) buf)[i];
+    default: return ((const int64_t *) buf)[i];
+    }
+}
+
+static void test_native(int n)
+{
+    if (0 != open_all(n, 1024, 4)) {
+        exit(77);
+    }
+    CHECK(ofl_ofi_native(nics[0]), "sockets offers triggered atomics: native on %d ranks", n);
+    if (!ofl_ofi_native(nics[0])) {
+        close_all(n);
+        return;
+    }
+    CHECK(!ofl_ofi_native_ok(nics[0], OFL_OP_MIN, OFL_T_FLOAT, 4), "float MIN refused");
+    CHECK(!ofl_ofi_native_ok(nics[0], OFL_OP_MINLOC, OFL_T_2INT, 4), "MINLOC refused");
+    CHECK(!ofl_ofi_native_ok(nics[0], OFL_OP_SUM, OFL_T_INT64, 513), "4104 bytes refused");
+    CHECK(ofl_ofi_native_ok(nics[0], OFL_OP_SUM, OFL_T_INT64, 512), "4096 bytes taken");
+    nat_arg_t args[MAXR];
+    pthread_t th[MAXR];
+    atomic_store(&nat_entered, 0);
+    for (int r = 0; r < n; ++r) {
+        memset(&args[r], 0, sizeof(args[r]));
+        args[r].rank = r;
+        args[r].n = n;
+        args[r].out = calloc(NAT_CALLS, OFL_OFI_NATIVE_MAX_BYTES);
+        pthread_create(&th[r], NULL, nat_rank, &args[r]);
+    }
+    for (int r = 0; r < n; ++r) {
+        pthread_join(th[r], NULL);
+        CHECK(-1 == args[r].failed_call, "native n=%d rank %d: call %d failed (%d)", n, r,
+              args[r].failed_call, args[r].rc);
+        CHECK(0 == args[r].barrier_early, "native barrier n=%d rank %d: left %d times before "
+              "every rank entered", n, r, args[r].barrier_early);
+        CHECK(args[r].neg_zero, "native n=%d rank %d: sum of negative zeros is -0.0", n, r);
+    }
+    int bad = 0;
+    for (int k = 0; k < NAT_CALLS && !bad; ++k) {
+        const nat_case_t *c = &nat_cases[k % NAT_NCASES];
+        size_t count = nat_count(k, c->type), bytes = count * ofl_type_size(c->type);
+        const unsigned char *r0 = args[0].out + (size_t) k * OFL_OFI_NATIVE_MAX_BYTES;
+        for (int r = 1; r < n; ++r) {
+            if (0 != memcmp(r0, args[r].out + (size_t) k * OFL_OFI_NATIVE_MAX_BYTES, bytes)) {
+                CHECK(0, "native n=%d call %d (%s %s x%zu): rank %d differs from rank 0", n, k,
+                      ofl_op_name(c->op), ofl_type_name(c->type), count, r);
+                bad = 1;
+            }
+        }
+        for (size_t i = 0; i < count && !bad; ++i) {
+            if (OFL_T_FLOAT == c->type || OFL_T_DOUBLE == c->type) {
+                double exact = 0.0, mag = 0.0, got;
+                unsigned char tmp[8];
+                for (int r = 0; r < n; ++r) {
+                    nat_put(c->type, tmp, 0, nat_in(r, k, i), c->op);
+                    double v = OFL_T_FLOAT == c->type ? *(float *) tmp : *(double *) tmp;
+                    exact += v;
+                    mag += fabs(v);
+                }
+                got = OFL_T_FLOAT == c->type ? ((const float *) r0)[i]
+                                             : ((const double *) r0)[i];
+                double tol = (OFL_T_FLOAT == c->type ? 1e-6 : 1e-14) * mag * n;
+                if (fabs(got - exact) > tol) {
+                    CHECK(0, "native n=%d call %d %s [%zu]: %.17g, want %.17g", n, k,
+                          ofl_type_name(c->type), i, got, exact);
+                    bad = 1;
+                }
+            } else {
+                int64_t want = nat_want_int(c, n, k, i), got = nat_got_int(c->type, r0, i);
+                if (got != want) {
+                    CHECK(0, "native n=%d call %d (%s %s x%zu) [%zu]: %lld, want %lld", n, k,
+                          ofl_op_name(c->op), ofl_type_name(c->type), count, i,
+                          (long long) got, (long long) want);
+                    bad = 1;
+                }
+            }
+        }
+    }
+    CHECK(!bad, "native n=%d: %d calls right on every rank", n, NAT_CALLS);
+    uint64_t posted = ofl_ofi_native_posted(nics[0]);
+    int rounds = n == 2 ? 1 : 2;
+    CHECK(posted == (uint64_t) (NAT_CALLS + 1 + NAT_BARRIERS) * 2 * (uint64_t) rounds,
+          "native n=%d: %llu triggered operations posted by rank 0", n,
+          (unsigned long long) posted);
+    for (int r = 0; r < n; ++r) {
+        free(args[r].out);
+    }
+    close_all(n);
+    if (0 == open_all(3, 1024, 4)) {
+        CHECK(!ofl_ofi_native(nics[0]), "3 ranks: no native collectives");
+        close_all(3);
+    }
+}
+
 int main(void)
 {
     test_counters();
@@ -243,5 +513,7 @@ int main(void)
     }
     test_allreduce(3, OFL_SCHED_TREE, 0, 5);
     test_bcast_barrier(4);
+    test_native(2);
+    test_native(4);
     return unit_report("test_ofi");
 }

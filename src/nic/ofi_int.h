@@ -1,0 +1,112 @@
+/*
+ * coll/offload — the libfabric NIC's insides, shared by ofi.c (the NIC the
+ * engine drives) and ofi_native.c (collectives posted as triggered
+ * operations). Not for use outside src/nic/.
+ */
+#ifndef OFL_OFI_INT_H
+#define OFL_OFI_INT_H
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_trigger.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "alu/alu.h"
+#include "nic/ofi.h"
+
+/* libfabric's entry points, loaded at the first open (ofi.c). */
+typedef struct {
+    int (*getinfo)(uint32_t, const char *, const char *, uint64_t, const struct fi_info *,
+                   struct fi_info **);
+    void (*freeinfo)(struct fi_info *);
+    struct fi_info *(*dupinfo)(const struct fi_info *);
+    int (*fabric)(struct fi_fabric_attr *, struct fid_fabric **, void *);
+    const char *(*strerror)(int);
+    int loaded;               /* 1 ok, -1 failed */
+    char why[200];
+} ofl_ofi_lib_t;
+
+extern ofl_ofi_lib_t ofl_ofi_lf;
+
+/* Rounds of a native collective: log2 of the communicator size, at most. */
+#define OFL_OFI_NAT_MAX_ROUNDS 16
+/* A native region: the accumulator, then the word a partner's "ready" lands in. */
+#define OFL_OFI_NAT_REGION (OFL_OFI_NATIVE_MAX_BYTES + 64)
+
+#define CH OFL_CHANNELS
+#define NAME_MAX_BYTES 256
+#define MIN_WRITE 8   /* an item of no payload still lands (and counts) */
+
+/* A rank's blob: its endpoint name, then for every stream it receives (src,
+ * chan) where the mailbox region is and its key, then its credit region. */
+typedef struct {
+    uint32_t name_len;
+    uint32_t size;
+    uint8_t name[NAME_MAX_BYTES];
+    uint64_t credit_base;
+    uint64_t credit_key;
+    int32_t nat_rounds;       /* native regions below (-1: none) */
+    uint32_t pad;
+    uint64_t nat[2 * (OFL_OFI_NAT_MAX_ROUNDS + 1)];   /* [round] pairs: base, key */
+    uint64_t mbox[];          /* [src * CH + chan] pairs: base, key */
+} blob_t;
+
+struct ofl_ofi {
+    ofl_nic_t base;           /* first: the engine's view */
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_av *av;
+    struct fid_cq *cq;
+    struct fid_ep *ep;
+    struct fid_cntr **cntr;   /* [src * CH + chan]: DATA counters, counted by the NIC */
+    struct fid_mr **mr_mbox;  /* [src * CH + chan] */
+    struct fid_mr *mr_credit;
+    struct fid_mr *mr_staging;
+    uint8_t *mbox;            /* [src][chan][slot] */
+    _Atomic uint64_t *credit; /* [feeder * CH + chan] */
+    uint8_t *staging;         /* [dst][chan][slot] */
+    fi_addr_t *addr;          /* [rank] */
+    uint64_t *r_mbox_base;    /* [dst * CH + chan]: dst's region for stream (me, chan) */
+    uint64_t *r_mbox_key;
+    uint64_t *r_credit_addr;  /* [dst]: dst's credit word base (index me * CH + chan) */
+    uint64_t *r_credit_key;
+    uint64_t *data_seen;      /* [src * CH + chan]: last counter value read */
+    int virt_addr;            /* remote addresses are virtual addresses, not offsets */
+    int prov_key;
+    int connected;
+    int poisoned;             /* dead rank + 1 */
+    uint64_t writes;
+    uint64_t bytes;
+    /* Native triggered collectives (ofi_native.c). Region j (0..rounds) is
+     * the round-j accumulator, registered with its own counter: partners'
+     * atomics into it and their "ready" writes count there. */
+    int native;               /* the provider offers FI_TRIGGER and FI_ATOMIC */
+    int nat_rounds;           /* log2(size); -1: not a power of two, or not native */
+    uint8_t *nat;
+    struct fid_mr *nat_mr[OFL_OFI_NAT_MAX_ROUNDS + 1];
+    struct fid_cntr *nat_cntr[OFL_OFI_NAT_MAX_ROUNDS + 1];
+    uint64_t r_acc_base[OFL_OFI_NAT_MAX_ROUNDS];     /* [j]: partner j's region j + 1 */
+    uint64_t r_acc_key[OFL_OFI_NAT_MAX_ROUNDS];
+    uint64_t r_ready_base[OFL_OFI_NAT_MAX_ROUNDS];   /* [j]: partner j's region j, ready word */
+    uint64_t r_ready_key[OFL_OFI_NAT_MAX_ROUNDS];
+    struct fi_triggered_context nat_trig[2 * OFL_OFI_NAT_MAX_ROUNDS];
+    uint64_t nat_calls;       /* native calls so far: thresholds grow with them */
+    uint64_t nat_completed;   /* completions of triggered operations (CQ) */
+    uint64_t nat_posted;      /* triggered operations posted */
+    int8_t nat_valid[OFL_OP_COUNT][OFL_T_COUNT];     /* 0 unknown, 1 yes, -1 no */
+    size_t nat_max_count[OFL_OP_COUNT][OFL_T_COUNT];
+};
+
+
+void ofl_ofi_poll_cq(ofl_ofi_t *o);
+
+/* ofi_native.c: native resources at open (after the endpoint, before
+ * fi_enable), the blob's part, connect's part, and close. 0 or -errno. */
+int ofl_ofi_native_open(ofl_ofi_t *o, char *why, size_t why_len);
+void ofl_ofi_native_address(ofl_ofi_t *o, blob_t *blob);
+void ofl_ofi_native_connect(ofl_ofi_t *o, const void *blobs, size_t stride);
+void ofl_ofi_native_close(ofl_ofi_t *o);
+
+#endif
