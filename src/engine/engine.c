@@ -376,8 +376,9 @@ ofl_wait_status_t ofl_engine_wait(ofl_inst_t *inst, const ofl_wait_opts_t *opts,
     if (done) {
         return done > 0 ? OFL_WAIT_OK : OFL_WAIT_FAILED;
     }
-    double start = now_s();
-    double next_check = start + opts->liveness_period_s;
+    /* The clock is read from the first liveness check on: most waits end
+     * long before it, and a clock read costs as much as several polls. */
+    double start = 0.0, next_check = 0.0;
     for (unsigned long iter = 1;; ++iter) {
         done = ofl_engine_progress(inst);
         if (done) {
@@ -395,6 +396,11 @@ ofl_wait_status_t ofl_engine_wait(ofl_inst_t *inst, const ofl_wait_opts_t *opts,
             continue;
         }
         double t = now_s();
+        if (0.0 == start) {
+            start = t;
+            next_check = t + opts->liveness_period_s;
+            continue;
+        }
         if (t < next_check) {
             continue;
         }
