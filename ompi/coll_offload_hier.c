@@ -77,10 +77,11 @@ static void hier_construct(hier_module_t *h)
 
 static void net_release(hier_module_t *h)
 {
+    /* Programs are compiled before the NIC opens: free them either way. */
+    ofl_program_free(&h->net_allreduce);
+    ofl_program_free(&h->net_barrier);
+    ofl_edges_fini(&h->net_edges);
     if (NULL != h->ofi) {
-        ofl_program_free(&h->net_allreduce);
-        ofl_program_free(&h->net_barrier);
-        ofl_edges_fini(&h->net_edges);
         ofl_ofi_close(h->ofi);
         h->ofi = NULL;
     }
@@ -158,9 +159,33 @@ static void net_setup(hier_module_t *h)
     int n = ompi_comm_size(up), me = ompi_comm_rank(up);
     char why[256] = "";
     const char *fabric = c->params.ofi_fabric;
-    h->ofi = ofl_ofi_open(me, n, c->params.slots, c->params.segment_size,
-                          c->params.ofi_provider, NULL != fabric && *fabric ? fabric : NULL, why,
-                          sizeof(why));
+    /* The programs first: the NIC is made for their peers only. */
+    ofl_sched_params_t sp = {
+        .reduce_kind = (ofl_tree_kind_t) c->params.reduce_tree,
+        .reduce_radix = c->params.reduce_radix,
+        .bcast_kind = (ofl_tree_kind_t) c->params.bcast_tree,
+        .bcast_radix = c->params.bcast_radix,
+        .slots = c->params.slots,
+        .shape = n <= c->params.exchange_max_ranks ? OFL_SCHED_EXCHANGE : OFL_SCHED_TREE,
+    };
+    int compiled = 0 == ofl_edges_init(&h->net_edges, n)
+                   && 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, me, n, &sp,
+                                             &h->net_allreduce)
+                   && 0 == ofl_sched_compile(OFL_COLL_BARRIER, 0, me, n, &sp, &h->net_barrier);
+    int peers[2 * OFL_PROG_MAX_PEERS], npeers = 0;
+    if (compiled) {
+        for (int i = 0; i < h->net_allreduce.npeers; ++i) {
+            peers[npeers++] = h->net_allreduce.peers[i];
+        }
+        for (int i = 0; i < h->net_barrier.npeers; ++i) {
+            peers[npeers++] = h->net_barrier.peers[i];
+        }
+        h->ofi = ofl_ofi_open(me, n, peers, npeers, c->params.slots, c->params.segment_size,
+                              c->params.ofi_provider, NULL != fabric && *fabric ? fabric : NULL,
+                              why, sizeof(why));
+    } else {
+        snprintf(why, sizeof(why), "cannot compile the leaders' programs");
+    }
     size_t bb = ofl_ofi_blob_bytes(n);
     char *blobs = malloc(bb * (size_t) n);
     char *mine = calloc(1, bb);
@@ -178,22 +203,6 @@ static void net_setup(hier_module_t *h)
     ok = ok && OMPI_SUCCESS == rc && 0 == ofl_ofi_connect(h->ofi, blobs, why, sizeof(why));
     free(blobs);
     free(mine);
-    if (ok) {
-        ofl_sched_params_t sp = {
-            .reduce_kind = (ofl_tree_kind_t) c->params.reduce_tree,
-            .reduce_radix = c->params.reduce_radix,
-            .bcast_kind = (ofl_tree_kind_t) c->params.bcast_tree,
-            .bcast_radix = c->params.bcast_radix,
-            .slots = c->params.slots,
-            .shape = n <= c->params.exchange_max_ranks ? OFL_SCHED_EXCHANGE : OFL_SCHED_TREE,
-        };
-        ok = 0 == ofl_edges_init(&h->net_edges, n)
-             && 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, me, n, &sp, &h->net_allreduce)
-             && 0 == ofl_sched_compile(OFL_COLL_BARRIER, 0, me, n, &sp, &h->net_barrier);
-        if (!ok) {
-            snprintf(why, sizeof(why), "cannot compile the leaders' programs");
-        }
-    }
     int all = ok;
     rc = up->c_coll->coll_allreduce(&ok, &all, 1, &ompi_mpi_int.dt, &ompi_mpi_op_min.op, up,
                                     up->c_coll->coll_allreduce_module);
@@ -201,8 +210,9 @@ static void net_setup(hier_module_t *h)
         h->net_ready = 1;
         opal_output_verbose(1, c->output,
                             "coll:offload: %s leaders (%d nodes): libfabric NIC ready "
-                            "(provider %s; native triggered collectives: %s)", up->c_name, n,
-                            c->params.ofi_provider,
+                            "(provider %s; %zu receiving streams; native triggered "
+                            "collectives: %s)", up->c_name, n, c->params.ofi_provider,
+                            ofl_ofi_streams(h->ofi),
                             !c->params.ofi_native ? "off (coll_offload_ofi_native=0)"
                             : ofl_ofi_native(h->ofi) ? "yes"
                                                      : "no (provider or number of nodes)");

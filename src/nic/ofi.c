@@ -56,13 +56,19 @@ static void lf_load(void)
 
 static size_t blob_bytes(int size)
 {
-    return sizeof(blob_t) + sizeof(uint64_t) * 2 * (size_t) size * CH;
+    (void) size;
+    return sizeof(blob_t);
 }
 
+/* Programs only name neighbours: the index exists. */
 static inline size_t stream(const ofl_ofi_t *o, int peer, int chan)
 {
-    (void) o;
-    return (size_t) peer * CH + (size_t) chan;
+    return (size_t) ofl_ofi_peer_index(o, peer) * CH + (size_t) chan;
+}
+
+static inline fi_addr_t addr_of(const ofl_ofi_t *o, int peer)
+{
+    return peer == o->base.rank ? o->addr_self : o->addr[ofl_ofi_peer_index(o, peer)];
 }
 
 static inline uint8_t *mbox_slot(ofl_ofi_t *o, int src, int chan, uint64_t item)
@@ -143,9 +149,10 @@ static void post_write(ofl_ofi_t *o, const void *src, size_t len, int peer, uint
                        uint64_t key, int inject)
 {
     for (;;) {
-        ssize_t rc = inject ? fi_inject_write(o->ep, src, len, o->addr[peer], raddr, key)
-                            : fi_write(o->ep, src, len, fi_mr_desc(o->mr_staging), o->addr[peer],
-                                       raddr, key, NULL);
+        fi_addr_t to = addr_of(o, peer);
+        ssize_t rc = inject ? fi_inject_write(o->ep, src, len, to, raddr, key)
+                            : fi_write(o->ep, src, len, fi_mr_desc(o->mr_staging), to, raddr, key,
+                                       NULL);
         if (0 == rc) {
             o->writes++;
             o->bytes += len;
@@ -173,10 +180,9 @@ static void ofi_bump(ofl_nic_t *b, int cnt, int peer, int chan, uint64_t item, u
         post_write(o, staging_slot(o, peer, chan, item), n, peer, raddr, o->r_mbox_key[s], 0);
         return;
     }
-    /* My credit toward peer: its word [me][chan] becomes item + 1. */
+    /* My credit toward peer: its word for my stream becomes item + 1. */
     uint64_t v = item + 1;
-    uint64_t raddr = o->r_credit_addr[peer] + sizeof(uint64_t) * stream(o, b->rank, chan);
-    post_write(o, &v, sizeof(v), peer, raddr, o->r_credit_key[peer], 1);
+    post_write(o, &v, sizeof(v), peer, o->r_credit_at[s], o->r_credit_key[s / CH], 1);
 }
 
 static void *ofi_inbox(ofl_nic_t *b, int peer, int chan, uint64_t item)
@@ -234,8 +240,49 @@ static int is_loopback(const char *fabric)
            || 0 == strncmp(fabric, "fe80", 4);
 }
 
-ofl_ofi_t *ofl_ofi_open(int rank, int size, int slots, size_t slot_bytes, const char *provider,
-                        const char *iface, char *why, size_t why_len)
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *) a, y = *(const int *) b;
+    return x < y ? -1 : x > y;
+}
+
+/* The neighbour set: `peers` (NULL: every other rank), plus the native
+ * partners when native collectives may run; sorted, without duplicates or
+ * this rank. 0 or -1 (too many, or out of memory). */
+static int set_peers(ofl_ofi_t *o, const int *peers, int npeers)
+{
+    int size = o->base.size, me = o->base.rank;
+    int cap = (NULL == peers ? size : npeers) + OFL_OFI_NAT_MAX_ROUNDS;
+    o->peers = malloc(sizeof(int) * (size_t) cap);
+    if (NULL == o->peers) {
+        return -1;
+    }
+    int n = 0;
+    for (int i = 0; i < (NULL == peers ? size : npeers); ++i) {
+        int r = NULL == peers ? i : peers[i];
+        if (r != me && r >= 0 && r < size) {
+            o->peers[n++] = r;
+        }
+    }
+    if (o->native && size >= 2 && 0 == (size & (size - 1))) {
+        for (int j = 0; (1 << j) < size && j < OFL_OFI_NAT_MAX_ROUNDS; ++j) {
+            o->peers[n++] = me ^ (1 << j);
+        }
+    }
+    qsort(o->peers, (size_t) n, sizeof(int), cmp_int);
+    int u = 0;
+    for (int i = 0; i < n; ++i) {
+        if (0 == u || o->peers[u - 1] != o->peers[i]) {
+            o->peers[u++] = o->peers[i];
+        }
+    }
+    o->npeers = u;
+    return u <= OFL_OFI_MAX_PEERS ? 0 : -1;
+}
+
+ofl_ofi_t *ofl_ofi_open(int rank, int size, const int *peers, int npeers, int slots,
+                        size_t slot_bytes, const char *provider, const char *iface, char *why,
+                        size_t why_len)
 {
     pthread_once(&lf_once, lf_load);
     if (1 != lf.loaded) {
@@ -298,7 +345,10 @@ ofl_ofi_t *ofl_ofi_open(int rank, int size, int slots, size_t slot_bytes, const 
         || 0 != (rc = fi_domain(o->fabric, o->info, &o->domain, NULL))) {
         FAIL("fabric/domain: %s", lf.strerror(-rc));
     }
-    struct fi_av_attr av_attr = { .type = FI_AV_TABLE, .count = (size_t) size };
+    if (0 != set_peers(o, peers, npeers)) {
+        FAIL("more than %d neighbours (or out of memory)", OFL_OFI_MAX_PEERS);
+    }
+    struct fi_av_attr av_attr = { .type = FI_AV_TABLE, .count = (size_t) o->npeers + 1 };
     struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_CONTEXT, .size = 256 };
     if (0 != (rc = fi_av_open(o->domain, &av_attr, &o->av, NULL))
         || 0 != (rc = fi_cq_open(o->domain, &cq_attr, &o->cq, NULL))
@@ -307,22 +357,22 @@ ofl_ofi_t *ofl_ofi_open(int rank, int size, int slots, size_t slot_bytes, const 
         || 0 != (rc = fi_ep_bind(o->ep, &o->cq->fid, FI_TRANSMIT))) {
         FAIL("endpoint: %s", lf.strerror(-rc));
     }
-    size_t streams = (size_t) size * CH;
+    size_t streams = (size_t) o->npeers * CH;
     size_t region = (size_t) slots * o->base.slot_bytes;
     o->cntr = calloc(streams, sizeof(*o->cntr));
     o->mr_mbox = calloc(streams, sizeof(*o->mr_mbox));
-    o->mbox = aligned_alloc(4096, (streams * region + 4095) / 4096 * 4096);
-    o->staging = aligned_alloc(4096, (streams * region + 4095) / 4096 * 4096);
-    o->credit = aligned_alloc(4096, (streams * sizeof(uint64_t) + 4095) / 4096 * 4096);
-    o->addr = calloc((size_t) size, sizeof(*o->addr));
-    o->r_mbox_base = calloc(streams, sizeof(uint64_t));
-    o->r_mbox_key = calloc(streams, sizeof(uint64_t));
-    o->r_credit_addr = calloc((size_t) size, sizeof(uint64_t));
-    o->r_credit_key = calloc((size_t) size, sizeof(uint64_t));
+    o->mbox = aligned_alloc(4096, (streams * region + 4096) / 4096 * 4096);
+    o->staging = aligned_alloc(4096, (streams * region + 4096) / 4096 * 4096);
+    o->credit = aligned_alloc(4096, (streams * sizeof(uint64_t) + 4096) / 4096 * 4096);
+    o->addr = calloc((size_t) o->npeers + 1, sizeof(*o->addr));
+    o->r_mbox_base = calloc(streams + 1, sizeof(uint64_t));
+    o->r_mbox_key = calloc(streams + 1, sizeof(uint64_t));
+    o->r_credit_at = calloc(streams + 1, sizeof(uint64_t));
+    o->r_credit_key = calloc((size_t) o->npeers + 1, sizeof(uint64_t));
     o->data_seen = calloc(streams, sizeof(uint64_t));
     if (NULL == o->cntr || NULL == o->mr_mbox || NULL == o->mbox || NULL == o->staging
         || NULL == o->credit || NULL == o->addr || NULL == o->r_mbox_base
-        || NULL == o->r_mbox_key || NULL == o->r_credit_addr || NULL == o->r_credit_key
+        || NULL == o->r_mbox_key || NULL == o->r_credit_at || NULL == o->r_credit_key
         || NULL == o->data_seen) {
         FAIL("out of memory for %zu streams", streams);
     }
@@ -344,10 +394,10 @@ ofl_ofi_t *ofl_ofi_open(int rank, int size, int slots, size_t slot_bytes, const 
             FAIL("mailbox region %zu: fi_mr_enable: %s", s, lf.strerror(-rc));
         }
     }
-    if (0 != (rc = fi_mr_reg(o->domain, (void *) o->credit, streams * sizeof(uint64_t),
+    if (0 != (rc = fi_mr_reg(o->domain, (void *) o->credit, (streams + 1) * sizeof(uint64_t),
                              FI_REMOTE_WRITE, 0, key++, 0, &o->mr_credit, NULL))
-        || 0 != (rc = fi_mr_reg(o->domain, o->staging, streams * region, FI_WRITE, 0, key++, 0,
-                                &o->mr_staging, NULL))) {
+        || 0 != (rc = fi_mr_reg(o->domain, o->staging, streams * region + 1, FI_WRITE, 0, key++,
+                                0, &o->mr_staging, NULL))) {
         FAIL("credit/staging regions: %s", lf.strerror(-rc));
     }
     if (o->native && 0 != ofl_ofi_native_open(o, why, why_len)) {
@@ -386,11 +436,14 @@ void ofl_ofi_address(ofl_ofi_t *o, void *out)
     blob->credit_base = remote_base(o, (const void *) o->credit);
     blob->credit_key = fi_mr_key(o->mr_credit);
     ofl_ofi_native_address(o, blob);
-    size_t streams = (size_t) o->base.size * CH;
+    size_t streams = (size_t) o->npeers * CH;
     size_t region = (size_t) o->base.slots * o->base.slot_bytes;
+    blob->nmbox = (uint32_t) streams;
     for (size_t s = 0; s < streams; ++s) {
-        blob->mbox[2 * s] = remote_base(o, o->mbox + s * region);
-        blob->mbox[2 * s + 1] = fi_mr_key(o->mr_mbox[s]);
+        blob->mbox[s].src = o->peers[s / CH];
+        blob->mbox[s].chan = (int32_t) (s % CH);
+        blob->mbox[s].base = remote_base(o, o->mbox + s * region);
+        blob->mbox[s].key = fi_mr_key(o->mr_mbox[s]);
     }
 }
 
@@ -403,29 +456,50 @@ int ofl_ofi_connect(ofl_ofi_t *o, const void *blobs, char *why, size_t why_len)
 {
     int size = o->base.size, me = o->base.rank;
     size_t stride = blob_bytes(size);
-    for (int r = 0; r < size; ++r) {
+    const blob_t *self = (const blob_t *) ((const char *) blobs + (size_t) me * stride);
+    if (1 != fi_av_insert(o->av, self->name, 1, &o->addr_self, 0, NULL)) {
+        snprintf(why, why_len, "fi_av_insert of this rank's own address failed");
+        return -EINVAL;
+    }
+    for (int i = 0; i < o->npeers; ++i) {
+        int r = o->peers[i];
         const blob_t *blob = (const blob_t *) ((const char *) blobs + (size_t) r * stride);
-        if (blob->size != (uint32_t) size || 0 == blob->name_len) {
+        if (blob->size != (uint32_t) size || 0 == blob->name_len
+            || blob->nmbox > OFL_OFI_MAX_PEERS * CH) {
             snprintf(why, why_len, "rank %d's address is unusable", r);
             return -EINVAL;
         }
-        int n = fi_av_insert(o->av, blob->name, 1, &o->addr[r], 0, NULL);
+        int n = fi_av_insert(o->av, blob->name, 1, &o->addr[i], 0, NULL);
         if (1 != n) {
             snprintf(why, why_len, "fi_av_insert of rank %d: %d", r, n);
             return -EINVAL;
         }
-        /* r's region for the stream (me -> r, chan), and r's credit words. */
+        /* r's region for each stream (me -> r, chan), and my credit words there. */
         for (int c = 0; c < CH; ++c) {
-            size_t s = stream(o, r, c), theirs = stream(o, me, c);
-            o->r_mbox_base[s] = blob->mbox[2 * theirs];
-            o->r_mbox_key[s] = blob->mbox[2 * theirs + 1];
+            size_t s = (size_t) i * CH + (size_t) c;
+            uint32_t k = 0;
+            while (k < blob->nmbox && !(blob->mbox[k].src == me && blob->mbox[k].chan == c)) {
+                ++k;
+            }
+            if (k == blob->nmbox) {
+                snprintf(why, why_len, "rank %d does not count rank %d among its neighbours", r,
+                         me);
+                return -EINVAL;
+            }
+            o->r_mbox_base[s] = blob->mbox[k].base;
+            o->r_mbox_key[s] = blob->mbox[k].key;
+            o->r_credit_at[s] = blob->credit_base + sizeof(uint64_t) * k;
         }
-        o->r_credit_addr[r] = blob->credit_base;
-        o->r_credit_key[r] = blob->credit_key;
+        o->r_credit_key[i] = blob->credit_key;
     }
     ofl_ofi_native_connect(o, blobs, stride);
     o->connected = 1;
     return 0;
+}
+
+size_t ofl_ofi_streams(const ofl_ofi_t *o)
+{
+    return (size_t) o->npeers * CH;
 }
 
 ofl_nic_t *ofl_ofi_nic(ofl_ofi_t *o)
@@ -448,7 +522,7 @@ void ofl_ofi_close(ofl_ofi_t *o)
         fi_close(&o->ep->fid);
     }
     ofl_ofi_native_close(o);
-    size_t streams = (size_t) o->base.size * CH;
+    size_t streams = (size_t) o->npeers * CH;
     for (size_t s = 0; s < streams && NULL != o->mr_mbox; ++s) {
         if (NULL != o->mr_mbox[s]) {
             fi_close(&o->mr_mbox[s]->fid);
@@ -488,7 +562,8 @@ void ofl_ofi_close(ofl_ofi_t *o)
     free(o->addr);
     free(o->r_mbox_base);
     free(o->r_mbox_key);
-    free(o->r_credit_addr);
+    free(o->r_credit_at);
+    free(o->peers);
     free(o->r_credit_key);
     free(o->data_seen);
     free(o);

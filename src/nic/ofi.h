@@ -4,7 +4,8 @@
  *
  * One reliable-datagram endpoint per rank of a communicator. Memory, all in
  * this process:
- *   mailboxes  [src][chan][slot] of slot_bytes: peers RMA-write items here.
+ *   mailboxes  [src][chan][slot] of slot_bytes, for neighbours src only:
+ *              they RMA-write items here.
  *              Each stream (src, chan) is its own registered region with its
  *              own completion counter (FI_REMOTE_WRITE): the DATA counter of
  *              the stream is that counter, counted by the NIC as the writes
@@ -38,12 +39,21 @@ typedef struct ofl_ofi ofl_ofi_t;
 /* Bytes of one rank's address blob on a communicator of `size`. */
 size_t ofl_ofi_blob_bytes(int size);
 
-/* Open a NIC for `rank` of `size`. `provider` (NULL: "sockets") names the
- * libfabric provider; `iface` (NULL: any) a fabric name (subnet, e.g.
+/* Open a NIC for `rank` of `size` that exchanges with the ranks in `peers`
+ * (`npeers` of them; NULL: every rank): the union of its programs' peers.
+ * Streams, counters, regions and addresses exist for those neighbours only
+ * (and for the native partners, added here when native collectives may run),
+ * so what a rank holds grows with its tree, not with `size`; every neighbour
+ * must list this rank too. `provider` (NULL: "sockets") names the libfabric
+ * provider; `iface` (NULL: any) a fabric name (subnet, e.g.
  * "198.51.100.0/24") to pick among the provider's. On failure returns NULL and
  * puts a message in why. */
-ofl_ofi_t *ofl_ofi_open(int rank, int size, int slots, size_t slot_bytes, const char *provider,
-                        const char *iface, char *why, size_t why_len);
+ofl_ofi_t *ofl_ofi_open(int rank, int size, const int *peers, int npeers, int slots,
+                        size_t slot_bytes, const char *provider, const char *iface, char *why,
+                        size_t why_len);
+
+/* Receiving streams (neighbours x channels): each a region and a counter. */
+size_t ofl_ofi_streams(const ofl_ofi_t *ofi);
 
 /* This rank's blob (ofl_ofi_blob_bytes(size) bytes). */
 void ofl_ofi_address(ofl_ofi_t *ofi, void *blob);

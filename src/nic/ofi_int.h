@@ -14,6 +14,7 @@
 
 #include "alu/alu.h"
 #include "nic/ofi.h"
+#include "sched/program.h"
 
 /* libfabric's entry points, loaded at the first open (ofi.c). */
 typedef struct {
@@ -38,8 +39,24 @@ extern ofl_ofi_lib_t ofl_ofi_lf;
 #define NAME_MAX_BYTES 256
 #define MIN_WRITE 8   /* an item of no payload still lands (and counts) */
 
-/* A rank's blob: its endpoint name, then for every stream it receives (src,
- * chan) where the mailbox region is and its key, then its credit region. */
+/* Neighbours (ranks this one exchanges with) a NIC may have: the peers of a
+ * rank's programs, plus its native partners. */
+#define OFL_OFI_MAX_PEERS (OFL_PROG_MAX_PEERS + OFL_OFI_NAT_MAX_ROUNDS)
+
+/* One receiving stream of a blob: where (src, chan)'s writes land, and at
+ * which index of the owner's credit words src's credits for it go (the
+ * entry's position). */
+typedef struct {
+    int32_t src;
+    int32_t chan;
+    uint64_t base;
+    uint64_t key;
+} blob_mbox_t;
+
+/* A rank's blob: its endpoint name, its credit region, its native regions,
+ * then its receiving streams (one per neighbour and channel). The same size
+ * on every rank, whatever the communicator's: what a rank keeps grows with
+ * its neighbours only. */
 typedef struct {
     uint32_t name_len;
     uint32_t size;
@@ -47,9 +64,9 @@ typedef struct {
     uint64_t credit_base;
     uint64_t credit_key;
     int32_t nat_rounds;       /* native regions below (-1: none) */
-    uint32_t pad;
+    uint32_t nmbox;
     uint64_t nat[2 * (OFL_OFI_NAT_MAX_ROUNDS + 1)];   /* [round] pairs: base, key */
-    uint64_t mbox[];          /* [src * CH + chan] pairs: base, key */
+    blob_mbox_t mbox[OFL_OFI_MAX_PEERS * CH];
 } blob_t;
 
 struct ofl_ofi {
@@ -60,19 +77,22 @@ struct ofl_ofi {
     struct fid_av *av;
     struct fid_cq *cq;
     struct fid_ep *ep;
-    struct fid_cntr **cntr;   /* [src * CH + chan]: DATA counters, counted by the NIC */
-    struct fid_mr **mr_mbox;  /* [src * CH + chan] */
+    int npeers;               /* neighbours: the only ranks with streams and addresses */
+    int *peers;               /* [npeers] their ranks, ascending; stream index i * CH + chan */
+    struct fid_cntr **cntr;   /* [stream]: DATA counters, counted by the NIC */
+    struct fid_mr **mr_mbox;  /* [stream] */
     struct fid_mr *mr_credit;
     struct fid_mr *mr_staging;
-    uint8_t *mbox;            /* [src][chan][slot] */
-    _Atomic uint64_t *credit; /* [feeder * CH + chan] */
-    uint8_t *staging;         /* [dst][chan][slot] */
-    fi_addr_t *addr;          /* [rank] */
-    uint64_t *r_mbox_base;    /* [dst * CH + chan]: dst's region for stream (me, chan) */
+    uint8_t *mbox;            /* [stream of src][slot] */
+    _Atomic uint64_t *credit; /* [stream of the feeder] */
+    uint8_t *staging;         /* [stream of dst][slot] */
+    fi_addr_t *addr;          /* [neighbour] */
+    fi_addr_t addr_self;
+    uint64_t *r_mbox_base;    /* [stream of dst]: dst's region for stream (me, chan) */
     uint64_t *r_mbox_key;
-    uint64_t *r_credit_addr;  /* [dst]: dst's credit word base (index me * CH + chan) */
-    uint64_t *r_credit_key;
-    uint64_t *data_seen;      /* [src * CH + chan]: last counter value read */
+    uint64_t *r_credit_at;    /* [stream of dst]: my credit word there */
+    uint64_t *r_credit_key;   /* [neighbour] */
+    uint64_t *data_seen;      /* [stream of src]: last counter value read */
     int virt_addr;            /* remote addresses are virtual addresses, not offsets */
     int prov_key;
     int connected;
@@ -101,6 +121,24 @@ struct ofl_ofi {
 
 
 void ofl_ofi_poll_cq(ofl_ofi_t *o);
+
+/* The neighbour index of `rank`, or -1 (binary search: a handful of entries). */
+static inline int ofl_ofi_peer_index(const ofl_ofi_t *o, int rank)
+{
+    int lo = 0, hi = o->npeers - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (o->peers[mid] == rank) {
+            return mid;
+        }
+        if (o->peers[mid] < rank) {
+            lo = mid + 1;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    return -1;
+}
 
 /* ofi_native.c: native resources at open (after the endpoint, before
  * fi_enable), the blob's part, connect's part, and close. 0 or -errno. */

@@ -122,6 +122,12 @@ void ofl_ofi_native_connect(ofl_ofi_t *o, const void *blobs, size_t stride)
         }
     }
     for (int j = 0; j < rounds; ++j) {
+        if (ofl_ofi_peer_index(o, me ^ (1 << j)) < 0) {
+            native_release(o);   /* cannot happen: open adds the partners */
+            return;
+        }
+    }
+    for (int j = 0; j < rounds; ++j) {
         const blob_t *b = (const blob_t *) ((const char *) blobs
                                             + (size_t) (me ^ (1 << j)) * stride);
         o->r_acc_base[j] = b->nat[2 * (j + 1)];
@@ -336,7 +342,7 @@ static int post_atomic(ofl_ofi_t *o, int slot, int j, size_t count, int ft, int 
         .msg_iov = &ioc,
         .desc = &desc,
         .iov_count = 1,
-        .addr = o->addr[dst],
+        .addr = dst == o->base.rank ? o->addr_self : o->addr[ofl_ofi_peer_index(o, dst)],
         .rma_iov = &rioc,
         .rma_iov_count = 1,
         .datatype = (enum fi_datatype) ft,
@@ -361,7 +367,8 @@ static int post_ready(ofl_ofi_t *o, int j)
     static const uint64_t one = 1;
     int dst = o->base.rank ^ (1 << j);
     for (;;) {
-        ssize_t rc = fi_inject_write(o->ep, &one, sizeof(one), o->addr[dst], o->r_ready_base[j],
+        ssize_t rc = fi_inject_write(o->ep, &one, sizeof(one),
+                                     o->addr[ofl_ofi_peer_index(o, dst)], o->r_ready_base[j],
                                      o->r_ready_key[j]);
         if (0 == rc) {
             o->writes++;

@@ -12,6 +12,10 @@
  *              many calls back to back (sequence numbers across calls, slot
  *              reuse under credits);
  *   barrier    and bcast from every root;
+ *   neighbours NICs made for their tree programs' peers only hold streams for
+ *              those (a leaf fewer than one per rank) and still run the tree
+ *              allreduce right; a neighbour set that leaves this rank out is
+ *              refused at connect;
  *   native     allreduces posted whole as triggered atomics (2 and 4 ranks,
  *              one thread each): sums, products, min/max, bitwise ops over
  *              integer and float types, 1 to 4096 bytes, dozens of calls
@@ -41,13 +45,16 @@
 
 static ofl_ofi_t *nics[MAXR];
 
-static int open_all(int n, size_t slot_bytes, int slots)
+/* Open n NICs; peers[r] (npeers[r] ranks) are rank r's neighbours (NULL: all). */
+static int open_some(int n, size_t slot_bytes, int slots, int (*peers)[MAXR], const int *npeers)
 {
     char why[256];
     size_t bb = ofl_ofi_blob_bytes(n);
     char *blobs = calloc((size_t) n, bb);
     for (int r = 0; r < n; ++r) {
-        nics[r] = ofl_ofi_open(r, n, slots, slot_bytes, "sockets", NULL, why, sizeof(why));
+        nics[r] = ofl_ofi_open(r, n, NULL != peers ? peers[r] : NULL,
+                               NULL != npeers ? npeers[r] : 0, slots, slot_bytes, "sockets", NULL,
+                               why, sizeof(why));
         if (NULL == nics[r]) {
             printf("test_ofi: cannot open a sockets endpoint (%s)\n", why);
             free(blobs);
@@ -61,6 +68,11 @@ static int open_all(int n, size_t slot_bytes, int slots)
     }
     free(blobs);
     return 0;
+}
+
+static int open_all(int n, size_t slot_bytes, int slots)
+{
+    return open_some(n, slot_bytes, slots, NULL, NULL);
 }
 
 static void close_all(int n)
@@ -192,6 +204,83 @@ static void test_allreduce(int n, ofl_sched_shape_t shape, size_t count, int cal
         free(recv[r]);
     }
     close_all(n);
+}
+
+/* NICs made for their programs' peers only: a rank holds streams for its
+ * neighbours in the tree (not for every rank), and the tree allreduce still
+ * runs right; a rank left out of a neighbour's set is refused at connect. */
+static void test_neighbours(void)
+{
+    enum { N = 5 };
+    ofl_sched_params_t sp = { .reduce_kind = OFL_TREE_KARY, .reduce_radix = 2,
+                              .bcast_kind = OFL_TREE_KARY, .bcast_radix = 2, .slots = 4,
+                              .shape = OFL_SCHED_TREE };
+    ofl_program_t prog[N];
+    int peers[MAXR][MAXR], npeers[MAXR];
+    for (int r = 0; r < N; ++r) {
+        CHECK(0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, r, N, &sp, &prog[r]), "compile");
+        npeers[r] = prog[r].npeers;
+        for (int i = 0; i < prog[r].npeers; ++i) {
+            peers[r][i] = prog[r].peers[i];
+        }
+    }
+    if (0 != open_some(N, 1024, 4, peers, npeers)) {
+        exit(77);
+    }
+    for (int r = 0; r < N; ++r) {
+        CHECK(ofl_ofi_streams(nics[r]) == (size_t) npeers[r] * OFL_CHANNELS,
+              "rank %d: %zu streams for %d tree neighbours", r, ofl_ofi_streams(nics[r]),
+              npeers[r]);
+    }
+    CHECK(ofl_ofi_streams(nics[4]) < (size_t) (N - 1) * OFL_CHANNELS,
+          "a leaf holds fewer streams than a rank per peer would");
+    ofl_edges_t edges[N];
+    ofl_inst_t inst[N];
+    int64_t send[N][300], recv[N][300];
+    ofl_alu_fn sum = ofl_alu_lookup(OFL_OP_SUM, OFL_T_INT64);
+    int bad = 0;
+    for (int r = 0; r < N; ++r) {
+        CHECK(0 == ofl_edges_init(&edges[r], N), "edges");
+    }
+    for (int call = 0; call < 10 && !bad; ++call) {
+        for (int r = 0; r < N; ++r) {
+            for (int i = 0; i < 300; ++i) {
+                send[r][i] = (int64_t) r * 1000 + i + call;
+            }
+            ofl_call_t c = { send[r], recv[r], sum, sizeof(int64_t), 300, 0, 0 };
+            ofl_engine_post(&inst[r], &prog[r], ofl_ofi_nic(nics[r]), &edges[r], &c);
+        }
+        bad = 1 != run_all(inst, N);
+        for (int r = 0; r < N && !bad; ++r) {
+            for (int i = 0; i < 300; ++i) {
+                int64_t want = (int64_t) (0 + 1000 + 2000 + 3000 + 4000) + 5 * (i + call);
+                bad |= recv[r][i] != want;
+            }
+        }
+    }
+    CHECK(!bad, "tree allreduce over neighbour-only NICs: 10 calls right");
+    for (int r = 0; r < N; ++r) {
+        ofl_edges_fini(&edges[r]);
+        ofl_program_free(&prog[r]);
+    }
+    close_all(N);
+
+    /* Rank 1 forgets rank 0: rank 0 cannot connect to it (3 ranks: no native
+     * partners added). */
+    int p2[MAXR][MAXR] = { { 1 }, { 2 }, { 1 } }, n2[MAXR] = { 1, 1, 1 };
+    char why[256] = "";
+    size_t bb = ofl_ofi_blob_bytes(3);
+    char *blobs = calloc(3, bb);
+    for (int r = 0; r < 3; ++r) {
+        nics[r] = ofl_ofi_open(r, 3, p2[r], n2[r], 4, 1024, "sockets", NULL, why, sizeof(why));
+        CHECK(NULL != nics[r], "open %d", r);
+        ofl_ofi_address(nics[r], blobs + (size_t) r * bb);
+    }
+    int rc = ofl_ofi_connect(nics[0], blobs, why, sizeof(why));
+    CHECK(0 != rc && NULL != strstr(why, "neighbours"), "asymmetric neighbours refused (%s)",
+          why);
+    free(blobs);
+    close_all(3);
 }
 
 static void test_bcast_barrier(int n)
@@ -513,6 +602,7 @@ int main(void)
     }
     test_allreduce(3, OFL_SCHED_TREE, 0, 5);
     test_bcast_barrier(4);
+    test_neighbours();
     test_native(2);
     test_native(4);
     return unit_report("test_ofi");
