@@ -1265,9 +1265,12 @@ int main(int argc, char **argv)
     run_barrier_clock();
     t_section_end();
 
-    t_section_begin("stress (2000 iterations x 2 comms)");
-    run_stress(&comms[0], 2000);
-    run_stress(&comms[3], 2000);
+    int stress = t_opt.stress_iters > 0 ? t_opt.stress_iters : 2000;
+    char stress_name[64];
+    snprintf(stress_name, sizeof(stress_name), "stress (%d iterations x 2 comms)", stress);
+    t_section_begin(stress_name);
+    run_stress(&comms[0], stress);
+    run_stress(&comms[3], stress);
     t_section_end();
 
     if (t_opt.expect_offload) {

@@ -28,6 +28,7 @@ typedef struct {
     int quick;              /* --quick: fewer types/counts for large process counts */
     int expect_offload;     /* --expect-offload: assert the MPI_T counters of the component */
     int expect_triggered;   /* --expect-triggered: leaders post native triggered operations */
+    int stress_iters;       /* --stress-iters N: t_coll's stress section (0: its default) */
     int verbose;            /* -v: print every section on every rank */
 } t_opts_t;
 
@@ -48,12 +49,15 @@ static inline void t_parse_args(int argc, char **argv)
             t_opt.expect_offload = 1;
         } else if (0 == strcmp(argv[i], "--expect-triggered")) {
             t_opt.expect_triggered = 1;
+        } else if (0 == strcmp(argv[i], "--stress-iters") && i + 1 < argc
+                   && atoi(argv[i + 1]) > 0) {
+            t_opt.stress_iters = atoi(argv[++i]);
         } else if (0 == strcmp(argv[i], "-v")) {
             t_opt.verbose = 1;
         } else {
             if (0 == t_wrank) {
                 fprintf(stderr, "%s: unknown option '%s' "
-                        "(known: --quick --expect-offload --expect-triggered -v)\n", t_prog, argv[i]);
+                        "(known: --quick --expect-offload --expect-triggered --stress-iters N -v)\n", t_prog, argv[i]);
             }
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
