@@ -400,8 +400,8 @@ ofl_ofi_t *ofl_ofi_open(int rank, int size, const int *peers, int npeers, int sl
                                 0, &o->mr_staging, NULL))) {
         FAIL("credit/staging regions: %s", lf.strerror(-rc));
     }
-    if (o->native && 0 != ofl_ofi_native_open(o, why, why_len)) {
-        goto fail;
+    if (o->native) {
+        ofl_ofi_native_open(o);
     }
     if (0 != (rc = fi_enable(o->ep))) {
         FAIL("fi_enable: %s", lf.strerror(-rc));

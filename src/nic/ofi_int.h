@@ -141,8 +141,9 @@ static inline int ofl_ofi_peer_index(const ofl_ofi_t *o, int rank)
 }
 
 /* ofi_native.c: native resources at open (after the endpoint, before
- * fi_enable), the blob's part, connect's part, and close. 0 or -errno. */
-int ofl_ofi_native_open(ofl_ofi_t *o, char *why, size_t why_len);
+ * fi_enable; whatever fails there only leaves native collectives off), the
+ * blob's part, connect's part, and close. */
+void ofl_ofi_native_open(ofl_ofi_t *o);
 void ofl_ofi_native_address(ofl_ofi_t *o, blob_t *blob);
 void ofl_ofi_native_connect(ofl_ofi_t *o, const void *blobs, size_t stride);
 void ofl_ofi_native_close(ofl_ofi_t *o);

@@ -60,25 +60,23 @@ static void native_release(ofl_ofi_t *o)
     o->nat_rounds = -1;
 }
 
-int ofl_ofi_native_open(ofl_ofi_t *o, char *why, size_t why_len)
+void ofl_ofi_native_open(ofl_ofi_t *o)
 {
     /* Anything missing here only means no native collectives: never a
      * failure of the NIC itself. */
-    (void) why;
-    (void) why_len;
     int n = o->base.size;
     o->nat_rounds = -1;
     if (n < 2 || 0 != (n & (n - 1))) {
-        return 0;
+        return;
     }
     int rounds = __builtin_ctz((unsigned) n);
     if (rounds > OFL_OFI_NAT_MAX_ROUNDS) {
-        return 0;
+        return;
     }
     size_t bytes = (size_t) (rounds + 1) * OFL_OFI_NAT_REGION;
     o->nat = aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
     if (NULL == o->nat) {
-        return 0;
+        return;
     }
     memset(o->nat, 0, bytes);
     struct fi_cntr_attr attr = { .events = FI_CNTR_EVENTS_COMP };
@@ -91,11 +89,10 @@ int ofl_ofi_native_open(ofl_ofi_t *o, char *why, size_t why_len)
             || (0 != (o->info->domain_attr->mr_mode & FI_MR_ENDPOINT)
                 && 0 != fi_mr_enable(o->nat_mr[j]))) {
             native_release(o);
-            return 0;
+            return;
         }
     }
     o->nat_rounds = rounds;
-    return 0;
 }
 
 void ofl_ofi_native_address(ofl_ofi_t *o, blob_t *blob)
