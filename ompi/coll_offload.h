@@ -38,6 +38,7 @@ typedef struct {
     char *policy_text[OFL_COLL_COUNT];  /* per-size algorithm tables (policy.h) */
     ofl_policy_t policy[OFL_COLL_COUNT];
     size_t max_bytes[OFL_COLL_COUNT];   /* above: fallback (barrier unused) */
+    size_t hier_max_bytes[OFL_COLL_COUNT]; /* node-aware calls above: fallback */
     double watchdog;                    /* seconds; 0 = off */
     double liveness_period;
     int spin;

@@ -424,8 +424,13 @@ static int hier_reduction_ok(hier_module_t *h, ofl_coll_t coll, struct ompi_op_t
     if (!ompi_op_is_commute(op)) {
         return OFL_R_USER_OP;
     }
-    if ((size_t) count * dtype->super.size > mca_coll_offload_component.params.max_bytes[coll]) {
+    size_t bytes = (size_t) count * dtype->super.size;
+    const mca_coll_offload_params_t *p = &mca_coll_offload_component.params;
+    if (bytes > p->max_bytes[coll]) {
         return OFL_R_SIZE;
+    }
+    if (bytes > p->hier_max_bytes[coll]) {
+        return OFL_R_POLICY;
     }
     (void) h;
     return OFL_R_OFFLOAD;
@@ -579,8 +584,10 @@ static int hier_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int r
     size_t bytes = (size_t) count * dtype->super.size;
     int rc, why = HIER_DISABLED == h->state ? OFL_R_NIC : OFL_R_UNSET;
     if (hier_ready(h, comm, &rc)) {
-        why = bytes > mca_coll_offload_component.params.max_bytes[OFL_COLL_BCAST] ? OFL_R_SIZE
-                                                                                  : OFL_R_OFFLOAD;
+        const mca_coll_offload_params_t *p = &mca_coll_offload_component.params;
+        why = bytes > p->max_bytes[OFL_COLL_BCAST]        ? OFL_R_SIZE
+              : bytes > p->hier_max_bytes[OFL_COLL_BCAST] ? OFL_R_POLICY
+                                                          : OFL_R_OFFLOAD;
     }
     if (OMPI_SUCCESS != rc) {
         return rc;

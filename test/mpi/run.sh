@@ -137,7 +137,9 @@ cluster | cluster-loss)
         # with a power-of-two number of hosts (HOSTS) the small allreduces and barriers
         # are posted as native triggered operations, and again with them off (software
         # triggering, as on providers without FI_TRIGGER); otherwise software only.
+        # (every size node-aware: t_net's 70000 elements must take the NIC too)
         ofi="--mca coll_offload_ofi 1 --mca coll_offload_ofi_after 0"
+        ofi="$ofi --mca coll_offload_hier_allreduce_max_bytes 16777216"
         case "${HOSTS:-0}" in
         2 | 4 | 8 | 16)
             run t_net "$NP" "$ofi" --quick --expect-offload --expect-triggered
