@@ -1324,6 +1324,26 @@ int mca_coll_offload_ibarrier(struct ompi_communicator_t *comm, ompi_request_t *
     return rc;
 }
 
+/* The fallback's persistent request `inner` (made with status rc): wrapped
+ * when the communicator was only not set up yet, else handed out as it is. */
+static int persistent_fallback(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
+                               ofl_coll_t coll, int why, int rc, ompi_request_t *inner,
+                               const void *sbuf, void *rbuf, int count,
+                               struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                               ompi_request_t **request)
+{
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    if (OFL_R_UNSET == why) {
+        return make_deferred(m, comm, coll, inner, sbuf, rbuf, count, dtype, op, root, request);
+    }
+    fell_back(why, OFL_KIND_PERSISTENT, coll,
+              NULL != dtype && count > 0 ? (size_t) count * dtype->super.size : 0, comm);
+    *request = inner;
+    return OMPI_SUCCESS;
+}
+
 int mca_coll_offload_allreduce_init(const void *sbuf, void *rbuf, int count,
                                     struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                     struct ompi_communicator_t *comm, struct ompi_info_t *info,
@@ -1336,18 +1356,11 @@ int mca_coll_offload_allreduce_init(const void *sbuf, void *rbuf, int count,
     if (OFL_R_OFFLOAD == why) {
         return rc;
     }
-    if (OFL_R_UNSET == why) {
-        ompi_request_t *inner = NULL;
-        rc = m->prev_allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, &inner,
-                                    m->prev_allreduce_init_module);
-        return OMPI_SUCCESS != rc ? rc
-                                  : make_deferred(m, comm, OFL_COLL_ALLREDUCE, inner, sbuf, rbuf,
-                                                  count, dtype, op, 0, request);
-    }
-    fell_back(why, OFL_KIND_PERSISTENT, OFL_COLL_ALLREDUCE, (size_t) count * dtype->super.size,
-              comm);
-    return m->prev_allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, request,
-                                  m->prev_allreduce_init_module);
+    ompi_request_t *inner = NULL;
+    rc = m->prev_allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, &inner,
+                                m->prev_allreduce_init_module);
+    return persistent_fallback(m, comm, OFL_COLL_ALLREDUCE, why, rc, inner, sbuf, rbuf, count,
+                               dtype, op, 0, request);
 }
 
 int mca_coll_offload_reduce_init(const void *sbuf, void *rbuf, int count,
@@ -1362,18 +1375,11 @@ int mca_coll_offload_reduce_init(const void *sbuf, void *rbuf, int count,
     if (OFL_R_OFFLOAD == why) {
         return rc;
     }
-    if (OFL_R_UNSET == why) {
-        ompi_request_t *inner = NULL;
-        rc = m->prev_reduce_init(sbuf, rbuf, count, dtype, op, root, comm, info, &inner,
-                                 m->prev_reduce_init_module);
-        return OMPI_SUCCESS != rc ? rc
-                                  : make_deferred(m, comm, OFL_COLL_REDUCE, inner, sbuf, rbuf,
-                                                  count, dtype, op, root, request);
-    }
-    fell_back(why, OFL_KIND_PERSISTENT, OFL_COLL_REDUCE, (size_t) count * dtype->super.size,
-              comm);
-    return m->prev_reduce_init(sbuf, rbuf, count, dtype, op, root, comm, info, request,
-                               m->prev_reduce_init_module);
+    ompi_request_t *inner = NULL;
+    rc = m->prev_reduce_init(sbuf, rbuf, count, dtype, op, root, comm, info, &inner,
+                             m->prev_reduce_init_module);
+    return persistent_fallback(m, comm, OFL_COLL_REDUCE, why, rc, inner, sbuf, rbuf, count,
+                               dtype, op, root, request);
 }
 
 int mca_coll_offload_bcast_init(void *buf, int count, struct ompi_datatype_t *dtype, int root,
@@ -1386,18 +1392,11 @@ int mca_coll_offload_bcast_init(void *buf, int count, struct ompi_datatype_t *dt
     if (OFL_R_OFFLOAD == why) {
         return rc;
     }
-    if (OFL_R_UNSET == why) {
-        ompi_request_t *inner = NULL;
-        rc = m->prev_bcast_init(buf, count, dtype, root, comm, info, &inner,
-                                m->prev_bcast_init_module);
-        return OMPI_SUCCESS != rc ? rc
-                                  : make_deferred(m, comm, OFL_COLL_BCAST, inner, NULL, buf,
-                                                  count, dtype, NULL, root, request);
-    }
-    fell_back(why, OFL_KIND_PERSISTENT, OFL_COLL_BCAST, (size_t) count * dtype->super.size,
-              comm);
-    return m->prev_bcast_init(buf, count, dtype, root, comm, info, request,
-                              m->prev_bcast_init_module);
+    ompi_request_t *inner = NULL;
+    rc = m->prev_bcast_init(buf, count, dtype, root, comm, info, &inner,
+                            m->prev_bcast_init_module);
+    return persistent_fallback(m, comm, OFL_COLL_BCAST, why, rc, inner, NULL, buf, count, dtype,
+                               NULL, root, request);
 }
 
 int mca_coll_offload_barrier_init(struct ompi_communicator_t *comm, struct ompi_info_t *info,
@@ -1409,13 +1408,8 @@ int mca_coll_offload_barrier_init(struct ompi_communicator_t *comm, struct ompi_
     if (OFL_R_OFFLOAD == why) {
         return rc;
     }
-    if (OFL_R_UNSET == why) {
-        ompi_request_t *inner = NULL;
-        rc = m->prev_barrier_init(comm, info, &inner, m->prev_barrier_init_module);
-        return OMPI_SUCCESS != rc ? rc
-                                  : make_deferred(m, comm, OFL_COLL_BARRIER, inner, NULL, NULL,
-                                                  0, NULL, NULL, 0, request);
-    }
-    fell_back(why, OFL_KIND_PERSISTENT, OFL_COLL_BARRIER, 0, comm);
-    return m->prev_barrier_init(comm, info, request, m->prev_barrier_init_module);
+    ompi_request_t *inner = NULL;
+    rc = m->prev_barrier_init(comm, info, &inner, m->prev_barrier_init_module);
+    return persistent_fallback(m, comm, OFL_COLL_BARRIER, why, rc, inner, NULL, NULL, 0, NULL,
+                               NULL, 0, request);
 }
