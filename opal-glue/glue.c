@@ -147,26 +147,22 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
             MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
             &p->policy_text[k]);
     }
-    reg_size(c, "allreduce_max_bytes",
-             "Largest MPI_Allreduce (bytes) run offloaded; larger ones go to the fallback",
-             OPAL_INFO_LVL_4, &p->max_bytes[OFL_COLL_ALLREDUCE]);
-    reg_size(c, "reduce_max_bytes",
-             "Largest MPI_Reduce (bytes) run offloaded; larger ones go to the fallback",
-             OPAL_INFO_LVL_4, &p->max_bytes[OFL_COLL_REDUCE]);
-    reg_size(c, "bcast_max_bytes",
-             "Largest MPI_Bcast (bytes) run offloaded; larger ones go to the fallback",
-             OPAL_INFO_LVL_4, &p->max_bytes[OFL_COLL_BCAST]);
-    reg_size(c, "hier_allreduce_max_bytes",
-             "Largest MPI_Allreduce (bytes) on a communicator spanning nodes that runs "
-             "node-aware; larger ones go to the fallback, whose algorithms use every rank's "
-             "link instead of the leaders' alone",
-             OPAL_INFO_LVL_5, &p->hier_max_bytes[OFL_COLL_ALLREDUCE]);
-    reg_size(c, "hier_reduce_max_bytes",
-             "Largest MPI_Reduce (bytes) on a communicator spanning nodes that runs node-aware",
-             OPAL_INFO_LVL_5, &p->hier_max_bytes[OFL_COLL_REDUCE]);
-    reg_size(c, "hier_bcast_max_bytes",
-             "Largest MPI_Bcast (bytes) on a communicator spanning nodes that runs node-aware",
-             OPAL_INFO_LVL_5, &p->hier_max_bytes[OFL_COLL_BCAST]);
+    /* Size limits of the three collectives that move data, on a node and node-aware. */
+    for (int k = 0; k < OFL_COLL_BARRIER; ++k) {
+        static const char *const mpi[OFL_COLL_BARRIER] = { "MPI_Allreduce", "MPI_Reduce",
+                                                           "MPI_Bcast" };
+        char name[64], help[256];
+        snprintf(name, sizeof(name), "%s_max_bytes", ofl_coll_name((ofl_coll_t) k));
+        snprintf(help, sizeof(help),
+                 "Largest %s (bytes) run offloaded; larger ones go to the fallback", mpi[k]);
+        reg_size(c, name, help, OPAL_INFO_LVL_4, &p->max_bytes[k]);
+        snprintf(name, sizeof(name), "hier_%s_max_bytes", ofl_coll_name((ofl_coll_t) k));
+        snprintf(help, sizeof(help),
+                 "Largest %s (bytes) on a communicator spanning nodes that runs node-aware; "
+                 "larger ones go to the fallback, whose algorithms may use every rank's link "
+                 "instead of the leaders' alone", mpi[k]);
+        reg_size(c, name, help, OPAL_INFO_LVL_5, &p->hier_max_bytes[k]);
+    }
     reg_double(c, "watchdog",
                "Seconds a collective may wait before it fails with an error naming the peers "
                "it waits for (debugging aid; 0 = wait for ever, since a late peer is legal)",
