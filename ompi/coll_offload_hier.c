@@ -211,7 +211,7 @@ static void net_setup(hier_module_t *h)
         opal_output_verbose(1, c->output,
                             "coll:offload: %s leaders (%d nodes): libfabric NIC ready "
                             "(provider %s; %zu receiving streams; native triggered "
-                            "collectives: %s)", up->c_name, n, c->params.ofi_provider,
+                            "collectives: %s)", up->c_name, n, ofl_ofi_provider(h->ofi),
                             ofl_ofi_streams(h->ofi),
                             !c->params.ofi_native ? "off (coll_offload_ofi_native=0)"
                             : ofl_ofi_native(h->ofi) ? "yes"
@@ -221,7 +221,8 @@ static void net_setup(hier_module_t *h)
     if (!__atomic_exchange_n(&net_warned, 1, __ATOMIC_RELAXED)) {
         opal_output(0, "coll:offload: the node leaders' level stays with the component below: "
                     "the libfabric NIC (provider %s) did not start on every node leader%s%s",
-                    c->params.ofi_provider, ok ? "" : "; here: ", ok ? "" : why);
+                    *c->params.ofi_provider ? c->params.ofi_provider : "automatic",
+                    ok ? "" : "; here: ", ok ? "" : why);
     }
     net_release(h);
 }

@@ -98,7 +98,7 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
     p->hierarchy = 1;
     p->ofi = 0;
     p->ofi_after = 16;
-    p->ofi_provider = (char *) "sockets";
+    p->ofi_provider = (char *) "";
     p->ofi_native = 1;
     p->ofi_fabric = (char *) "";
 
@@ -216,8 +216,10 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
             OPAL_INFO_LVL_6, &p->ofi_native);
     mca_base_component_var_register(
         &c->super.collm_version, "ofi_provider",
-        "libfabric provider of the leaders' level: one with RDM endpoints, RMA, remote-write "
-        "counters (FI_RMA_EVENT) and ordered writes (sockets here; cxi on Slingshot)",
+        "libfabric provider of the leaders' level; empty (default): automatic, the first in "
+        "libfabric's order that offers triggered atomics (cxi on Slingshot, sockets), else "
+        "the first with RDM endpoints, RMA, remote-write counters (FI_RMA_EVENT) and ordered "
+        "writes, never a node-local one (shm)",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &p->ofi_provider);
     mca_base_component_var_register(

@@ -280,6 +280,31 @@ static int set_peers(ofl_ofi_t *o, const int *peers, int npeers)
     return u <= OFL_OFI_MAX_PEERS ? 0 : -1;
 }
 
+/* The entry of `list` to use: on fabric `iface` if given, else the first not on
+ * loopback (or, with only loopback, the first: a single host). Automatic
+ * choice skips providers that cannot leave the node. */
+static struct fi_info *pick(struct fi_info *list, const char *iface, int automatic)
+{
+    struct fi_info *any = NULL;
+    for (struct fi_info *i = list; NULL != i; i = i->next) {
+        const char *prov = i->fabric_attr->prov_name, *name = i->fabric_attr->name;
+        if (automatic && NULL != prov && (0 == strcmp(prov, "shm") || 0 == strcmp(prov, "sm2"))) {
+            continue;
+        }
+        if (NULL != iface) {
+            if (NULL != name && 0 == strcmp(name, iface)) {
+                return lf.dupinfo(i);
+            }
+            continue;
+        }
+        if (!is_loopback(name)) {
+            return lf.dupinfo(i);
+        }
+        any = NULL != any ? any : i;
+    }
+    return NULL != any ? lf.dupinfo(any) : NULL;
+}
+
 ofl_ofi_t *ofl_ofi_open(int rank, int size, const int *peers, int npeers, int slots,
                         size_t slot_bytes, const char *provider, const char *iface, char *why,
                         size_t why_len)
@@ -312,35 +337,37 @@ ofl_ofi_t *ofl_ofi_open(int rank, int size, const int *peers, int npeers, int sl
     hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY
                                   | FI_MR_LOCAL;
     hints->domain_attr->threading = FI_THREAD_DOMAIN;
-    hints->fabric_attr->prov_name = strdup(NULL != provider ? provider : "sockets");
-    int rc = lf.getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &list);
-    o->native = 0 == rc;
-    o->nat_rounds = -1;
-    if (0 != rc) {
-        hints->caps &= ~(uint64_t) (FI_ATOMIC | FI_TRIGGER);
-        rc = lf.getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &list);
-    }
-    if (0 != rc) {
-        FAIL("lf.getinfo(provider %s, RDM, RMA with remote-write counters, ordered writes): %s",
-             hints->fabric_attr->prov_name, lf.strerror(-rc));
-    }
-    for (struct fi_info *i = list; NULL != i && NULL == o->info; i = i->next) {
-        const char *name = i->fabric_attr->name;
-        if (NULL != iface ? (NULL != name && 0 == strcmp(name, iface)) : !is_loopback(name)) {
-            o->info = lf.dupinfo(i);
+    int automatic = NULL == provider || '\0' == *provider;
+    hints->fabric_attr->prov_name = automatic ? NULL : strdup(provider);
+    /* Triggered atomics first (native collectives); else the engine's software
+     * triggering over plain RMA. */
+    for (int pass = 0; pass < 2 && NULL == o->info; ++pass) {
+        if (1 == pass) {
+            hints->caps &= ~(uint64_t) (FI_ATOMIC | FI_TRIGGER);
         }
+        if (NULL != list) {
+            lf.freeinfo(list);
+            list = NULL;
+        }
+        if (0 != lf.getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &list)) {
+            continue;
+        }
+        o->info = pick(list, iface, automatic);
+        o->native = NULL != o->info && 0 == pass;
     }
-    if (NULL == o->info && NULL == iface) {
-        o->info = lf.dupinfo(list);   /* only loopback: a single host */
-    }
+    o->nat_rounds = -1;
     if (NULL == o->info) {
-        FAIL("provider %s has no fabric named %s", hints->fabric_attr->prov_name, iface);
+        FAIL("no libfabric provider %s%s%s with RDM endpoints, RMA, remote-write counters and "
+             "ordered writes%s%s", automatic ? "" : "named '", automatic ? "" : provider,
+             automatic ? "(automatic: any but node-local ones)" : "'",
+             NULL != iface ? " on fabric " : "", NULL != iface ? iface : "");
     }
     if (0 == (o->info->tx_attr->msg_order & FI_ORDER_WAW)) {
         FAIL("provider %s does not order writes after writes", o->info->fabric_attr->prov_name);
     }
     o->virt_addr = 0 != (o->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR);
     o->prov_key = 0 != (o->info->domain_attr->mr_mode & FI_MR_PROV_KEY);
+    int rc;
     if (0 != (rc = lf.fabric(o->info->fabric_attr, &o->fabric, NULL))
         || 0 != (rc = fi_domain(o->fabric, o->info, &o->domain, NULL))) {
         FAIL("fabric/domain: %s", lf.strerror(-rc));
@@ -495,6 +522,11 @@ int ofl_ofi_connect(ofl_ofi_t *o, const void *blobs, char *why, size_t why_len)
     ofl_ofi_native_connect(o, blobs, stride);
     o->connected = 1;
     return 0;
+}
+
+const char *ofl_ofi_provider(const ofl_ofi_t *o)
+{
+    return o->info->fabric_attr->prov_name;
 }
 
 size_t ofl_ofi_streams(const ofl_ofi_t *o)

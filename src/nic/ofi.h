@@ -44,13 +44,18 @@ size_t ofl_ofi_blob_bytes(int size);
  * Streams, counters, regions and addresses exist for those neighbours only
  * (and for the native partners, added here when native collectives may run),
  * so what a rank holds grows with its tree, not with `size`; every neighbour
- * must list this rank too. `provider` (NULL: "sockets") names the libfabric
- * provider; `iface` (NULL: any) a fabric name (subnet, e.g.
+ * must list this rank too. `provider` names the libfabric provider (NULL or
+ * "": the first, in libfabric's order, that offers triggered atomics, else the
+ * first with what the engine needs; never a node-local one); `iface` (NULL:
+ * any) a fabric name (subnet, e.g.
  * "198.51.100.0/24") to pick among the provider's. On failure returns NULL and
  * puts a message in why. */
 ofl_ofi_t *ofl_ofi_open(int rank, int size, const int *peers, int npeers, int slots,
                         size_t slot_bytes, const char *provider, const char *iface, char *why,
                         size_t why_len);
+
+/* The provider in use (libfabric's name for it). */
+const char *ofl_ofi_provider(const ofl_ofi_t *ofi);
 
 /* Receiving streams (neighbours x channels): each a region and a counter. */
 size_t ofl_ofi_streams(const ofl_ofi_t *ofi);

@@ -12,6 +12,8 @@
  *              many calls back to back (sequence numbers across calls, slot
  *              reuse under credits);
  *   barrier    and bcast from every root;
+ *   automatic  no provider named: one that leaves the node, with triggered
+ *              atomics (sockets here);
  *   neighbours NICs made for their tree programs' peers only hold streams for
  *              those (a leaf fewer than one per rank) and still run the tree
  *              allreduce right; a neighbour set that leaves this rank out is
@@ -281,6 +283,34 @@ static void test_neighbours(void)
           why);
     free(blobs);
     close_all(3);
+}
+
+/* No provider named: the automatic choice is one that reaches other nodes,
+ * and one with triggered atomics when there is such (sockets here). */
+static void test_automatic(void)
+{
+    char why[256] = "";
+    ofl_ofi_t *a = ofl_ofi_open(0, 2, NULL, 0, 4, 1024, NULL, NULL, why, sizeof(why));
+    ofl_ofi_t *b = ofl_ofi_open(1, 2, NULL, 0, 4, 1024, "", NULL, why, sizeof(why));
+    CHECK(NULL != a && NULL != b, "automatic provider opens (%s)", why);
+    if (NULL == a || NULL == b) {
+        ofl_ofi_close(a);
+        ofl_ofi_close(b);
+        return;
+    }
+    const char *p = ofl_ofi_provider(a);
+    CHECK(0 != strcmp(p, "shm") && 0 != strcmp(p, "sm2"), "automatic: not node-local (%s)", p);
+    size_t bb = ofl_ofi_blob_bytes(2);
+    char *blobs = calloc(2, bb);
+    ofl_ofi_address(a, blobs);
+    ofl_ofi_address(b, blobs + bb);
+    CHECK(0 == ofl_ofi_connect(a, blobs, why, sizeof(why))
+              && 0 == ofl_ofi_connect(b, blobs, why, sizeof(why)),
+          "automatic: connect (%s)", why);
+    CHECK(ofl_ofi_native(a), "automatic: %s, with triggered atomics", p);
+    free(blobs);
+    ofl_ofi_close(a);
+    ofl_ofi_close(b);
 }
 
 static void test_bcast_barrier(int n)
@@ -603,6 +633,7 @@ int main(void)
     test_allreduce(3, OFL_SCHED_TREE, 0, 5);
     test_bcast_barrier(4);
     test_neighbours();
+    test_automatic();
     test_native(2);
     test_native(4);
     return unit_report("test_ofi");
