@@ -364,13 +364,7 @@ static int net_run(hier_module_t *h, const ofl_program_t *prog, const ofl_call_t
     uint64_t w0, b0, w1, b1;
     ofl_ofi_stats(h->ofi, &w0, &b0);
     ofl_engine_post(&h->net_inst, prog, ofl_ofi_nic(h->ofi), &h->net_edges, call);
-    ofl_wait_opts_t opts = {
-        .progress = ofl_glue_progress,
-        .ctx = NULL,
-        .spin_before_yield = ofl_glue_spin_before_yield(&c->params),
-        .timeout_s = c->params.watchdog,
-        .liveness_period_s = c->params.liveness_period > 0 ? c->params.liveness_period : 0.1,
-    };
+    ofl_wait_opts_t opts = ofl_glue_wait_opts(&c->params);
     int peer = -1;
     ofl_wait_status_t st = ofl_engine_wait(&h->net_inst, &opts, &peer);
     ofl_ofi_stats(h->ofi, &w1, &b1);
@@ -394,12 +388,7 @@ static int net_native(hier_module_t *h, void *buf, size_t count, ofl_op_t op, of
     mca_coll_offload_component_t *c = &mca_coll_offload_component;
     uint64_t w0, b0, w1, b1, t0 = ofl_ofi_native_posted(h->ofi);
     ofl_ofi_stats(h->ofi, &w0, &b0);
-    ofl_ofi_wait_t w = {
-        .progress = ofl_glue_progress,
-        .ctx = NULL,
-        .spin_before_yield = ofl_glue_spin_before_yield(&c->params),
-        .timeout_s = c->params.watchdog,
-    };
+    ofl_wait_opts_t w = ofl_glue_wait_opts(&c->params);
     int rc = NULL == buf ? ofl_ofi_native_barrier(h->ofi, &w)
                          : ofl_ofi_native_allreduce(h->ofi, buf, buf, count, op, type, &w);
     ofl_ofi_stats(h->ofi, &w1, &b1);

@@ -174,13 +174,7 @@ static int run(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_
     if (OPAL_LIKELY(ofl_engine_progress(&m->inst) > 0)) {
         return OMPI_SUCCESS;
     }
-    ofl_wait_opts_t opts = {
-        .progress = ofl_glue_progress,
-        .ctx = NULL,
-        .spin_before_yield = ofl_glue_spin_before_yield(&c->params),
-        .timeout_s = c->params.watchdog,
-        .liveness_period_s = c->params.liveness_period > 0 ? c->params.liveness_period : 0.1,
-    };
+    ofl_wait_opts_t opts = ofl_glue_wait_opts(&c->params);
     st = ofl_engine_wait(&m->inst, &opts, &peer);
     if (OPAL_LIKELY(OFL_WAIT_OK == st)) {
         return OMPI_SUCCESS;

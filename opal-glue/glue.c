@@ -342,3 +342,15 @@ unsigned ofl_glue_spin_before_yield(const mca_coll_offload_params_t *p)
     }
     return p->spin > 0 ? (unsigned) p->spin : 0;
 }
+
+ofl_wait_opts_t ofl_glue_wait_opts(const mca_coll_offload_params_t *p)
+{
+    ofl_wait_opts_t opts = {
+        .progress = ofl_glue_progress,
+        .ctx = NULL,
+        .spin_before_yield = ofl_glue_spin_before_yield(p),
+        .timeout_s = p->watchdog,
+        .liveness_period_s = p->liveness_period > 0 ? p->liveness_period : 0.1,
+    };
+    return opts;
+}

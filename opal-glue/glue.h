@@ -18,4 +18,8 @@ void ofl_glue_progress(void *ctx);
  * oversubscribed (Open MPI then sets yield_when_idle), else the MCA value. */
 unsigned ofl_glue_spin_before_yield(const mca_coll_offload_params_t *p);
 
+/* How a blocking call waits: OPAL's progress, the spin above, the watchdog and
+ * the liveness period of the MCA values. */
+ofl_wait_opts_t ofl_glue_wait_opts(const mca_coll_offload_params_t *p);
+
 #endif

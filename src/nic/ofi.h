@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "alu/alu.h"
+#include "engine/engine.h"
 #include "nic/nic.h"
 
 typedef struct ofl_ofi ofl_ofi_t;
@@ -89,13 +90,6 @@ void ofl_ofi_close(ofl_ofi_t *ofi);
 
 #define OFL_OFI_NATIVE_MAX_BYTES 4096
 
-typedef struct {
-    void (*progress)(void *ctx);   /* called every 64 polls (may be NULL) */
-    void *ctx;
-    unsigned spin_before_yield;
-    double timeout_s;              /* 0: none */
-} ofl_ofi_wait_t;
-
 /* 1 when native collectives can run on this NIC (provider, power-of-two size). */
 int ofl_ofi_native(const ofl_ofi_t *ofi);
 
@@ -106,12 +100,13 @@ int ofl_ofi_native_ok(ofl_ofi_t *ofi, ofl_op_t op, ofl_type_t type, size_t count
 
 /* Allreduce of `count` elements (send may equal recv), posted as triggered
  * operations; returns when the result is in recv and this rank's operations
- * completed: 0, -EIO (an operation failed), -ETIMEDOUT. */
+ * completed: 0, -EIO (an operation failed), -ETIMEDOUT (wait->timeout_s; its
+ * progress callback runs every 64 polls, its liveness period is not used). */
 int ofl_ofi_native_allreduce(ofl_ofi_t *ofi, const void *send, void *recv, size_t count,
-                             ofl_op_t op, ofl_type_t type, const ofl_ofi_wait_t *wait);
+                             ofl_op_t op, ofl_type_t type, const ofl_wait_opts_t *wait);
 
 /* A barrier: the allreduce of one 64-bit zero. */
-int ofl_ofi_native_barrier(ofl_ofi_t *ofi, const ofl_ofi_wait_t *wait);
+int ofl_ofi_native_barrier(ofl_ofi_t *ofi, const ofl_wait_opts_t *wait);
 
 /* Triggered operations posted so far. */
 uint64_t ofl_ofi_native_posted(const ofl_ofi_t *ofi);

@@ -379,7 +379,7 @@ static int post_ready(ofl_ofi_t *o, int j)
     }
 }
 
-static int wait_done(ofl_ofi_t *o, uint64_t last, uint64_t completed, const ofl_ofi_wait_t *w)
+static int wait_done(ofl_ofi_t *o, uint64_t last, uint64_t completed, const ofl_wait_opts_t *w)
 {
     double start = 0.0;
     for (unsigned long iter = 0;; ++iter) {
@@ -408,7 +408,7 @@ static int wait_done(ofl_ofi_t *o, uint64_t last, uint64_t completed, const ofl_
 }
 
 int ofl_ofi_native_allreduce(ofl_ofi_t *o, const void *send, void *recv, size_t count,
-                             ofl_op_t op, ofl_type_t type, const ofl_ofi_wait_t *wait)
+                             ofl_op_t op, ofl_type_t type, const ofl_wait_opts_t *wait)
 {
     if (!ofl_ofi_native_ok(o, op, type, count)) {
         return -EINVAL;
@@ -452,7 +452,7 @@ int ofl_ofi_native_allreduce(ofl_ofi_t *o, const void *send, void *recv, size_t 
     return 0;
 }
 
-int ofl_ofi_native_barrier(ofl_ofi_t *o, const ofl_ofi_wait_t *wait)
+int ofl_ofi_native_barrier(ofl_ofi_t *o, const ofl_wait_opts_t *wait)
 {
     uint64_t zero = 0, out;
     return ofl_ofi_native_allreduce(o, &zero, &out, 1, OFL_OP_SUM, OFL_T_UINT64, wait);

@@ -430,7 +430,7 @@ static void *nat_rank(void *p)
 {
     nat_arg_t *a = p;
     ofl_ofi_t *o = nics[a->rank];
-    ofl_ofi_wait_t w = { .spin_before_yield = 100, .timeout_s = 20.0 };
+    ofl_wait_opts_t w = { .spin_before_yield = 100, .timeout_s = 20.0 };
     unsigned char in[OFL_OFI_NATIVE_MAX_BYTES];
     a->failed_call = -1;
     for (int k = 0; k < NAT_CALLS; ++k) {
