@@ -388,6 +388,8 @@ ofl_ofi_t *ofl_ofi_open(int rank, int size, const int *peers, int npeers, int sl
     size_t region = (size_t) slots * o->base.slot_bytes;
     o->cntr = calloc(streams, sizeof(*o->cntr));
     o->mr_mbox = calloc(streams, sizeof(*o->mr_mbox));
+    /* One spare page or entry each: a rank without neighbours (size 1) still
+     * gets non-empty buffers and registrations, which providers require. */
     o->mbox = aligned_alloc(4096, (streams * region + 4096) / 4096 * 4096);
     o->staging = aligned_alloc(4096, (streams * region + 4096) / 4096 * 4096);
     o->credit = aligned_alloc(4096, (streams * sizeof(uint64_t) + 4096) / 4096 * 4096);
