@@ -42,6 +42,7 @@ typedef struct {
     double watchdog;                    /* seconds; 0 = off */
     double liveness_period;
     int spin;
+    int start_polls;                    /* small i/p calls: polls in the posting call */
     int agent;                          /* progress agent thread for nonblocking calls */
     int agent_bind;                     /* place it on a core no local rank uses */
     double agent_nap;                   /* us between idle rounds; 0: sched_yield */

@@ -142,6 +142,10 @@ static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
  * they start yielding (coll_offload_spin; 0 when oversubscribed). */
 static unsigned nb_spin;
 
+/* Polls a small call makes in its posting call (coll_offload_start_polls; 0
+ * when oversubscribed, where the peers need this core to arrive at all). */
+static unsigned start_polls;
+
 static int nb_active;                          /* atomic: set up (free list, agent) */
 static pthread_mutex_t nb_lock = PTHREAD_MUTEX_INITIALIZER;
 static mca_coll_offload_req_t *done_stack;     /* atomic LIFO, newest first */
@@ -492,6 +496,8 @@ static int nb_activate(void)
     if (!nb_active) {
         ofl_agent_init(&agent);
         nb_spin = ofl_glue_spin_before_yield(&c->params);
+        start_polls = (0 == nb_spin || c->params.start_polls < 0) ? 0
+                                                                  : (unsigned) c->params.start_polls;
         opal_progress_register(nb_progress);
         if (c->params.agent) {
             char why[256];
@@ -572,6 +578,12 @@ static int post_first(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r,
     }
     ofl_engine_post(&r->inst, prog, &m->nic.base, &m->edges, call);
     int done = ofl_engine_progress(&r->inst);
+    /* Peers that are already in the call answer within a few line transfers:
+     * waiting that long here costs less than the bookkeeping (and the wait
+     * call's progress rounds) of a call left outstanding. */
+    for (unsigned k = 0; 0 == done && k < start_polls; ++k) {
+        done = ofl_engine_progress(&r->inst);
+    }
     if (done > 0) {
         ofl_agent_item_unlock(&m->item);
         r->done = 1;

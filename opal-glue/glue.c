@@ -90,6 +90,7 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
     p->watchdog = 0.0;
     p->liveness_period = 0.1;
     p->spin = 2000;
+    p->start_polls = 64;
     p->agent = 1;
     p->agent_bind = 1;
     p->agent_nap = 50.0;
@@ -173,6 +174,13 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
     reg_int(c, "spin",
             "Polls before a waiting rank also yields its core (0 when oversubscribed)",
             OPAL_INFO_LVL_6, &p->spin);
+    reg_int(c, "start_polls",
+            "A small nonblocking or persistent collective (up to 16 KiB) fires its first "
+            "transfers in MPI_I<coll>/MPI_Start and polls this many times for the peers' "
+            "before it returns, so that one whose peers are already there completes in the "
+            "call (MPI_Wait then only finds it done); 0: return at once (always 0 when "
+            "oversubscribed)",
+            OPAL_INFO_LVL_6, &p->start_polls);
     reg_int(c, "agent",
             "Start a progress agent thread (one per process) at the first nonblocking or "
             "persistent collective, so those progress while the application computes; "
