@@ -178,8 +178,8 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
             "A small nonblocking or persistent collective (up to 16 KiB) fires its first "
             "transfers in MPI_I<coll>/MPI_Start and polls this many times for the peers' "
             "before it returns, so that one whose peers are already there completes in the "
-            "call (MPI_Wait then only finds it done); 0: return at once (always 0 when "
-            "oversubscribed)",
+            "call (MPI_Wait then only finds it done); 0: return at once (as when "
+            "oversubscribed or coll_offload_spin is 0)",
             OPAL_INFO_LVL_6, &p->start_polls);
     reg_int(c, "agent",
             "Start a progress agent thread (one per process) at the first nonblocking or "
