@@ -326,7 +326,17 @@ def markdown_table(header, rows, align):
     return "\n".join([line(header), rule] + [line(r) for r in rows])
 
 
-def build_tables(a, medians, notes):
+def paired_ratio(by_rep, np, s, first, coll, b):
+    """Median over repeats of run k's latency of `s` over run k's of `first`: the two ran
+    next to each other, so each ratio compares runs under the same machine state (this
+    kind of VM moves between states that differ by 2x for small messages)."""
+    x = by_rep.get((np, s, coll), {}).get(b, {})
+    y = by_rep.get((np, first, coll), {}).get(b, {})
+    pairs = [x[k] / y[k] for k in x if k in y and y[k] > 0]
+    return statistics.median(pairs) if pairs else None
+
+
+def build_tables(a, medians, notes, by_rep=None):
     first = a.select[0]
     out = []
     for np in a.np:
@@ -340,9 +350,11 @@ def build_tables(a, medians, notes):
             for b in sizes:
                 vals = [medians.get((np, s, coll), {}).get(b) for s in a.select]
                 row = [str(b)] + [fmt_us(v) for v in vals]
-                for v in vals[1:]:
-                    ok = v is not None and vals[0] is not None and vals[0] > 0
-                    row.append("%.2f" % (v / vals[0]) if ok else "n/a")
+                for s, v in zip(a.select[1:], vals[1:]):
+                    r = paired_ratio(by_rep, np, s, first, coll, b) if by_rep else None
+                    if r is None and v is not None and vals[0] is not None and vals[0] > 0:
+                        r = v / vals[0]
+                    row.append("%.2f" % r if r is not None else "n/a")
                 rows.append(row)
             if not rows:
                 rows = [["n/a"] * len(header)]
@@ -629,6 +641,7 @@ def main(argv):
         tail += ["-x", str(a.warmup)]
 
     samples = {}   # (np, sel, coll) -> {bytes: [avg_us of each run]}
+    by_rep = {}    # (np, sel, coll) -> {bytes: {run: avg_us}}
     raw = []       # rows of raw.csv
     notes = {}     # (np, sel, coll) -> why the data is missing or partial
     warnings = {}  # (np, sel) -> preflight warning
@@ -661,6 +674,7 @@ def main(argv):
                     rows = parse_rows(coll, res.out)
                     for b, avg, lo, hi, iters in rows:
                         samples.setdefault(key, {}).setdefault(b, []).append(avg)
+                        by_rep.setdefault(key, {}).setdefault(b, {})[rep] = avg
                         raw.append([np, s, rep, coll, b, avg, lo, hi, iters])
                     status = "%d sizes" % len(rows)
                     if not res.ok or not rows:
@@ -686,14 +700,15 @@ def main(argv):
             for b in sorted(d):
                 w.writerow([np, coll, b, s, "%.3f" % medians[(np, s, coll)][b], len(d[b])])
 
-    tables = build_tables(a, medians, notes)
+    tables = build_tables(a, medians, notes, by_rep)
     head = ["# Collective latency: %s" % " vs ".join(a.select), ""]
     head.append("%s, Open MPI %s, np = %s, %s; %s of `coll_lat` per selection "
                 "(average over ranks of the per-call latency)."
                 % (platform.node(), ompi_version(a.mpirun), ", ".join(map(str, a.np)), stamp,
                    runs_text(a.repeat, interleaved=True)))
-    head.append("Ratios are `selection / %s` latency: above 1 means %s is faster." %
-                (a.select[0], a.select[0]))
+    head.append("Ratios are `selection / %s` latency, the median over the runs of each "
+                "run's ratio to the %s run next to it: above 1 means %s is faster." %
+                (a.select[0], a.select[0], a.select[0]))
     head.append("")
     for s in a.select:
         head.append("- `%s`: `%s`" % (s, " ".join(SELECTIONS[s])))
