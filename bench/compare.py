@@ -7,6 +7,7 @@ of --mca arguments that picks the collective component under test:
     offload  --mca coll offload,tuned,libnbc,basic,self,inter
     tuned    --mca coll tuned,libnbc,basic,self,inter
     sm       --mca coll sm,tuned,libnbc,basic,self,inter --mca coll_sm_priority 100
+    offload-rt  as offload, with --mca coll_offload_agent_preempt 2 (real-time agent)
 
 The runs are interleaved (A B C A B C ...) and each size's latency is the median over
 the repeats, which keeps a noisy machine from favouring whichever selection happened to
@@ -23,8 +24,9 @@ and shown as "n/a"; the script exits nonzero only if no selection produced any d
 --overlap measures nonblocking collectives instead (coll_overlap, next to coll_lat):
 the overlap of MPI_Iallreduce (8 B .. 1 MiB) and MPI_Ibarrier with computation (and, for
 MPI_Iallreduce, with a host that sleeps instead, and the time until the result is in
-place while the host makes no MPI call), offload against libnbc (the "libnbc"
-selection: tuned + libnbc, which serves every nonblocking call there), plus the 8-byte
+place while the host makes no MPI call), offload (default agent, and real-time agent)
+against libnbc (the "libnbc" selection: tuned + libnbc, which serves every nonblocking
+call there), plus the 8-byte
 latency of MPI_Allreduce, MPI_Iallreduce + MPI_Wait and a persistent allreduce
 (MPI_Start + MPI_Wait). It writes overlap.csv and overlap.md.
 
@@ -53,6 +55,9 @@ SELECTIONS = {
     # The same components: named for what serves nonblocking calls there.
     "libnbc": ["--mca", "coll", "tuned," + FALLBACK],
     "sm": ["--mca", "coll", "sm,tuned," + FALLBACK, "--mca", "coll_sm_priority", "100"],
+    # offload with its progress agent in the real-time class (coll_offload_agent_preempt=2)
+    "offload-rt": ["--mca", "coll", "offload,tuned," + FALLBACK,
+                   "--mca", "coll_offload_agent_preempt", "2"],
 }
 # Fixed colours/markers so a selection looks the same in every subplot and every run.
 STYLE = {
@@ -60,6 +65,7 @@ STYLE = {
     "tuned": ("tab:blue", "s"),
     "libnbc": ("tab:purple", "D"),
     "sm": ("tab:green", "^"),
+    "offload-rt": ("tab:orange", "v"),
 }
 SYSTEM_COMPONENT_DIR = "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3"
 
@@ -102,11 +108,11 @@ def parse_args(argv):
     p.add_argument("--overlap", action="store_true",
                    help="measure nonblocking overlap (coll_overlap) and 8-byte blocking / "
                    "nonblocking / persistent latency instead; --select defaults to "
-                   "offload,libnbc and --sizes to 8:1048576")
+                   "offload,offload-rt,libnbc and --sizes to 8:1048576")
     a = p.parse_args(argv)
     if a.overlap:
         if "--select" not in " ".join(argv):
-            a.select = "offload,libnbc"
+            a.select = "offload,offload-rt,libnbc"
         if "--sizes" not in " ".join(argv):
             a.sizes = "8:1048576"
 

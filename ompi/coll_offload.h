@@ -47,7 +47,8 @@ typedef struct {
     int agent_bind;                     /* place it on a core no local rank uses */
     double agent_nap;                   /* us between idle rounds; 0: sched_yield */
     double agent_linger;                /* us the agent stays awake after its last work */
-    int agent_preempt;                  /* 0: SCHED_BATCH agent; 1: normal class */
+    int agent_preempt;                  /* 0: SCHED_BATCH agent; 1: normal; 2: SCHED_RR */
+    double agent_kick_delay;            /* us an RT agent lets a poster return first */
     int hierarchy;                      /* node-aware collectives on multi-node comms */
     int ofi;                            /* leaders' level on the libfabric NIC */
     int ofi_after;                      /* ... from a communicator's n-th node-aware call */

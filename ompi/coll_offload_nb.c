@@ -458,6 +458,13 @@ static void agent_started(void *ctx)
     if (NULL != set) {
         hwloc_set_cpubind(opal_hwloc_topology, set, HWLOC_CPUBIND_THREAD);
     }
+    if (0 != agent.rt_failed) {
+        opal_output(0,
+                    "coll:offload: coll_offload_agent_preempt=2: the progress agent may not "
+                    "run in the real-time class (%s: needs CAP_SYS_NICE or an RLIMIT_RTPRIO "
+                    "above 0); it runs in the normal class",
+                    strerror(agent.rt_failed));
+    }
 }
 
 static int nb_progress(void);
@@ -508,7 +515,10 @@ static int nb_activate(void)
             agent.yield_rounds = 0;
             agent.nap_ns = (long) (c->params.agent_nap * 1000.0);
             agent.slice_ns = agent.nap_ns;
-            agent.batch = !c->params.agent_preempt;
+            agent.sched_class = c->params.agent_preempt >= 2   ? OFL_AGENT_RT
+                                : 1 == c->params.agent_preempt ? OFL_AGENT_NORMAL
+                                                               : OFL_AGENT_BATCH;
+            agent.kick_delay_ns = (long) (c->params.agent_kick_delay * 1000.0);
             agent.linger_ns = (long) (c->params.agent_linger * 1000.0);
             agent.linger_nap_ns = 200000;
             agent_set = choose_agent_set(why, sizeof(why));

@@ -96,6 +96,7 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
     p->agent_nap = 50.0;
     p->agent_linger = 2000.0;
     p->agent_preempt = 0;
+    p->agent_kick_delay = 20.0;
     p->hierarchy = 1;
     p->ofi = 0;
     p->ofi_after = 16;
@@ -240,8 +241,19 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
             "0: the progress agent runs in the SCHED_BATCH class: a wake-up never "
             "preempts a rank, so the agent takes idle cores at once and busy ones only at "
             "scheduler ticks (no stolen time inside MPI calls); 1: the normal class: it "
-            "preempts at once, wherever the rank happens to be",
+            "preempts as the fair scheduler sees fit, wherever the rank happens to be; 2: "
+            "the real-time class (SCHED_RR, lowest priority; needs CAP_SYS_NICE or "
+            "RLIMIT_RTPRIO, else a warning and 1): it always preempts a computing rank at "
+            "once, so a collective's work runs during the application's computation even "
+            "when no core is idle (the time is taken from the computation); it never "
+            "spins, it sleeps when there is nothing to do",
             OPAL_INFO_LVL_6, &p->agent_preempt);
+    reg_double(c, "agent_kick_delay",
+               "With coll_offload_agent_preempt=2: microseconds the agent waits after a "
+               "large post woke it before it works: it woke on the posting thread's core "
+               "and preempted it inside MPI_I<coll>, which should return first (a context "
+               "switch and back: a few us on bare metal, 10-20 in a virtual machine)",
+               OPAL_INFO_LVL_6, &p->agent_kick_delay);
     reg_double(c, "agent_linger",
                "Microseconds the progress agent stays awake after its last outstanding "
                "collective completed (napping 200 us at a time, checking for new work) before "

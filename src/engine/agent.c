@@ -280,11 +280,12 @@ static inline void cpu_relax(void)
 
 static void idle(ofl_agent_t *agent, unsigned *idle_rounds, long long *idle_since)
 {
-    if (agent->nap_ns <= 0 || ++*idle_rounds <= agent->yield_rounds) {
+    int rt = OFL_AGENT_RT == agent->sched_class && 0 == agent->rt_failed;
+    if (!rt && (agent->nap_ns <= 0 || ++*idle_rounds <= agent->yield_rounds)) {
         sched_yield();
         return;
     }
-    if (agent->spin_ns > 0) {
+    if (agent->spin_ns > 0 && !rt) {
         /* Poll a little before sleeping: a wake-up costs microseconds (more
          * in a virtual machine), a peer's next segment is often closer. */
         long long t = mono_ns();
@@ -298,7 +299,7 @@ static void idle(ofl_agent_t *agent, unsigned *idle_rounds, long long *idle_sinc
             return;
         }
     }
-    agent_sleep(agent, agent->nap_ns, 1);
+    agent_sleep(agent, agent->nap_ns > 0 ? agent->nap_ns : 50000, 1);
 }
 
 static void *agent_main(void *arg)
@@ -312,11 +313,14 @@ static void *agent_main(void *arg)
     if (agent->slice_ns > 0) {
         request_slice(agent->slice_ns);
     }
-    if (agent->batch) {
+    if (OFL_AGENT_BATCH == agent->sched_class) {
         /* A batch thread does not preempt on wake-up: it runs at once on an
          * idle core, otherwise when the scheduler's tick gives it its share. */
         struct sched_param sp = { 0 };
         pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
+    } else if (OFL_AGENT_RT == agent->sched_class) {
+        struct sched_param sp = { .sched_priority = sched_get_priority_min(SCHED_RR) };
+        agent->rt_failed = pthread_setschedparam(pthread_self(), SCHED_RR, &sp);
     }
     if (NULL != agent->on_start) {
         agent->on_start(agent->on_start_ctx);
@@ -353,9 +357,16 @@ static void *agent_main(void *arg)
         unsigned long host = atomic_load_explicit(&agent->host_rounds, memory_order_relaxed);
         unsigned kick = atomic_load_explicit(&agent->kick, memory_order_acquire);
         if (kick != agent->kick_seen) {
-            /* posted by a thread leaving MPI: go now */
+            /* posted by a thread leaving MPI: go now, but a real-time agent
+             * woke on the poster's core and preempted it inside its MPI call:
+             * let it return first (the work then runs in its computation, not
+             * in the post) */
             agent->kick_seen = kick;
             agent->host_rounds_seen = host;
+            if (OFL_AGENT_RT == agent->sched_class && 0 == agent->rt_failed
+                && agent->kick_delay_ns > 0) {
+                nap(agent->kick_delay_ns);
+            }
         } else if (agent->backoff_ns > 0 && host != agent->host_rounds_seen) {
             agent->host_rounds_seen = host;
             idle_rounds = 0;

@@ -27,6 +27,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+enum { OFL_AGENT_BATCH, OFL_AGENT_NORMAL, OFL_AGENT_RT };
+
 typedef struct ofl_agent_item ofl_agent_item_t;
 
 /* Execute what can run now; never block. Returns > 0 if anything happened
@@ -86,7 +88,15 @@ typedef struct {
     long nap_ns;
     long spin_ns;                 /* before such a sleep, poll this long */
     long slice_ns;                /* scheduler slice hint (Linux >= 6.12); 0: none */
-    int batch;                    /* run in SCHED_BATCH: never preempt on wake-up */
+    /* Scheduling class: OFL_AGENT_BATCH never preempts a computing thread on
+     * wake-up (runs on idle cores at once, on busy ones at ticks);
+     * OFL_AGENT_NORMAL preempts as the fair scheduler sees fit; OFL_AGENT_RT
+     * (SCHED_RR, lowest priority) always preempts, so a collective's work
+     * runs as soon as it can run, wherever the ranks compute. An RT agent
+     * never yields (that would not let a normal thread run): it sleeps. */
+    int sched_class;
+    int rt_failed;                /* RT asked for but refused: errno (runs normal) */
+    long kick_delay_ns;           /* RT: nap after a kick before working */
     /* After the last unit of work is done the agent lingers `linger_ns`,
      * checking every `linger_nap_ns` for new work, before it sleeps on the
      * condition variable: a poster that finds it lingering needs no system

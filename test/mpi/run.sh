@@ -191,6 +191,9 @@ done
 run t_nb 7 "$NB_POLICY" --quick $expect
 # shellcheck disable=SC2086
 run t_nb 2 "$NB_POLICY --mca coll_offload_agent 0" --quick $expect
+# The agent in the real-time class (as root; otherwise it warns and runs normal).
+# shellcheck disable=SC2086
+run t_nb 2 "$NB_POLICY --mca coll_offload_agent_preempt 2" --quick $expect
 # shellcheck disable=SC2086
 run t_nb_mt 2 "" $expect
 # shellcheck disable=SC2086
