@@ -17,6 +17,7 @@
 #include "ompi/mca/coll/coll.h"
 
 #include "engine/agent.h"
+#include "engine/board.h"
 #include "engine/engine.h"
 #include "nic/softnic.h"
 #include "sched/policy.h"
@@ -136,6 +137,8 @@ typedef struct {
     ofl_program_t *bcast;     /* [size] */
     ofl_program_t *bcast_get; /* [size]: children read the parent's buffer */
     int single_copy;          /* every rank can read every other's memory */
+    int board;                /* small blocking allreduces/barriers may use the board */
+    uint64_t board_seq;       /* board calls so far (the same count on every rank) */
     ofl_inst_t inst;          /* the blocking call in flight */
     void *pack;               /* staging for non-contiguous bcast layouts; grows only */
     size_t pack_bytes;
@@ -231,12 +234,22 @@ void mca_coll_offload_nb_module_fini(mca_coll_offload_module_t *m);
 void mca_coll_offload_nb_close(void);
 
 /* A blocking call on a module with instances outstanding: queue it behind them
- * and execute until it is done. Returns the wait status; on a failure *peer and
- * the blocker (*cnt, *have, *need) describe what it waited for. */
+ * and execute until it is done (`board`: a board call, prog unused). Returns the
+ * wait status; on a failure *peer and the blocker (*cnt, *have, *need) describe
+ * what it waited for. */
 ofl_wait_status_t mca_coll_offload_nb_blocking(mca_coll_offload_module_t *m,
                                                const ofl_program_t *prog,
-                                               const ofl_call_t *call, int *peer, int *cnt,
-                                               uint64_t *have, int64_t *need, int *error);
+                                               const ofl_call_t *call, int board, int *peer,
+                                               int *cnt, uint64_t *have, int64_t *need,
+                                               int *error);
+
+/* Does the board take this call: the policy chose it, the communicator may use
+ * the board, and the payload fits? (Nonblocking and persistent calls too.) */
+static inline int mca_coll_offload_board_takes(const mca_coll_offload_module_t *m,
+                                               ofl_alg_t alg, size_t bytes)
+{
+    return OFL_ALG_BOARD == alg && m->board && bytes <= m->nic.base.board_bytes;
+}
 
 /* Shared by the blocking and the nonblocking entry points (coll_offload_ops.c). */
 enum {
@@ -267,6 +280,20 @@ const ofl_program_t *mca_coll_offload_program(mca_coll_offload_module_t *m, ofl_
 /* Count (and at verbose >= 10 explain) a decision. */
 void mca_coll_offload_note(ofl_kind_t kind, ofl_coll_t coll, int reason, size_t bytes,
                            struct ompi_communicator_t *comm);
+
+/* The same for an offloaded nonblocking or persistent call, the counter bumped
+ * in place (every persistent start passes here). */
+static inline void mca_coll_offload_note_offload(ofl_kind_t kind, ofl_coll_t coll,
+                                                 size_t bytes,
+                                                 struct ompi_communicator_t *comm)
+{
+    mca_coll_offload_component_t *c = &mca_coll_offload_component;
+    if (OPAL_UNLIKELY(c->params.verbose >= 10 || opal_using_threads())) {
+        mca_coll_offload_note(kind, coll, OFL_R_OFFLOAD, bytes, comm);
+        return;
+    }
+    c->nb_offloaded[kind][coll]++;
+}
 /* The segment size of a call of `bytes` on prog (ofl_call_t.seg_bytes). */
 size_t mca_coll_offload_segment(const ofl_program_t *prog, size_t bytes);
 /* The error message of a failed offloaded call (dead peer, watchdog, or a failed

@@ -326,6 +326,8 @@ int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicato
     }
     m->state = OFL_MOD_READY;
     m->single_copy = all_ok[1];
+    m->board = ofl_board_fits(&m->nic.base, 0) && m->size <= p->exchange_max_ranks;
+    m->board_seq = 0;
     opal_output_verbose(1, c->output,
                         "coll:offload: %s (cid %u, %d ranks): software NIC ready, %zu-byte "
                         "segments, %d slots/edge",

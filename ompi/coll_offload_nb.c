@@ -66,6 +66,12 @@ typedef struct mca_coll_offload_req {
      * datatypes and ops it retains for us in it. */
     ompi_coll_base_nbc_request_t super;
     ofl_inst_t inst;
+    /* A board call (engine/board.h) instead of a program instance: small
+     * allreduces and barriers whose policy says board. Posted only when it
+     * heads the module's run list, i.e. once every earlier call is done, as
+     * the board requires. */
+    int board;
+    ofl_board_call_t bc;
     mca_coll_offload_module_t *module;   /* retained while the request is in use */
     struct mca_coll_offload_req *next;   /* incoming stack, run list, done stack */
     req_kind_t kind;
@@ -184,6 +190,25 @@ static inline mca_coll_offload_module_t *module_of(ofl_agent_item_t *item)
 
 /* ---- the executor (agent or application thread, under the module's lock) --- */
 
+/* Run a posted call (program instance or board call): 1 done, 0 not yet, -1
+ * failed. */
+static inline int inst_progress(mca_coll_offload_req_t *r)
+{
+    return r->board ? ofl_board_progress(&r->bc) : ofl_engine_progress(&r->inst);
+}
+
+/* Prepare a call for execution on m (nothing moves yet for a board call). */
+static inline void inst_post(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r,
+                             const ofl_program_t *prog, const ofl_call_t *call)
+{
+    if (r->board) {
+        ofl_board_prepare(&r->bc, &m->nic.base, ++m->board_seq, call->send, call->recv,
+                          call->count, call->elem, call->fn);
+    } else {
+        ofl_engine_post(&r->inst, prog, &m->nic.base, &m->edges, call);
+    }
+}
+
 static inline uint64_t cursor_sum(const ofl_inst_t *inst)
 {
     uint64_t s = 0;
@@ -255,8 +280,10 @@ static void check_head(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r)
     }
     m->next_check = t + liveness_period();
     int peer = -1;
-    ofl_wait_status_t st = ofl_engine_check(&r->inst, t - m->head_since,
-                                            mca_coll_offload_component.params.watchdog, &peer);
+    double watchdog = mca_coll_offload_component.params.watchdog;
+    ofl_wait_status_t st = r->board ? ofl_board_check(&r->bc, t - m->head_since, watchdog, &peer)
+                                    : ofl_engine_check(&r->inst, t - m->head_since, watchdog,
+                                                       &peer);
     if (OFL_WAIT_OK == st) {
         return;
     }
@@ -267,8 +294,13 @@ static void check_head(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r)
     m->fail_cnt = OFL_CNT_DATA * OFL_CHANNELS;
     m->fail_have = 0;
     m->fail_need = 0;
-    m->fail_error = r->inst.error;
-    ofl_engine_blocker(&r->inst, &who, &m->fail_cnt, &m->fail_have, &m->fail_need);
+    if (r->board) {
+        m->fail_error = 0;
+        m->fail_need = (int64_t) r->bc.seq;
+    } else {
+        m->fail_error = r->inst.error;
+        ofl_engine_blocker(&r->inst, &who, &m->fail_cnt, &m->fail_have, &m->fail_need);
+    }
     m->fail_status = st;
     m->failed = 1;
     __atomic_store_n(&m->state, OFL_MOD_DISABLED, __ATOMIC_RELAXED);
@@ -314,8 +346,9 @@ static int module_progress(ofl_agent_item_t *item)
             worked++;
             continue;
         }
-        uint64_t before = cursor_sum(&r->inst);
-        int done = ofl_engine_progress(&r->inst);
+        uint64_t before = r->board ? (uint64_t) (r->bc.posted + r->bc.missing)
+                                   : cursor_sum(&r->inst);
+        int done = inst_progress(r);
         if (OPAL_UNLIKELY(done < 0)) {
             /* A read of a peer's memory failed: this call cannot complete, and
              * the NIC state is mid-call, as for a dead peer. */
@@ -337,7 +370,8 @@ static int module_progress(ofl_agent_item_t *item)
             }
             continue;
         }
-        if (cursor_sum(&r->inst) != before) {
+        if ((r->board ? (uint64_t) (r->bc.posted + r->bc.missing) : cursor_sum(&r->inst))
+            != before) {
             worked++;
         }
         break;
@@ -567,7 +601,7 @@ static int module_activate(mca_coll_offload_module_t *m)
     return OMPI_SUCCESS;
 }
 
-static void complete(mca_coll_offload_req_t *r);
+static void complete(mca_coll_offload_req_t *r, int signal);
 
 /* A small call on a module with nothing outstanding, whose executor lock this
  * thread gets: fire first, count after. The puts are then on their way before
@@ -586,18 +620,21 @@ static int post_first(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r,
         ofl_agent_item_unlock(&m->item);
         return 0;
     }
-    ofl_engine_post(&r->inst, prog, &m->nic.base, &m->edges, call);
-    int done = ofl_engine_progress(&r->inst);
+    inst_post(m, r, prog, call);
+    int done = inst_progress(r);
     /* Peers that are already in the call answer within a few line transfers:
      * waiting that long here costs less than the bookkeeping (and the wait
      * call's progress rounds) of a call left outstanding. */
     for (unsigned k = 0; 0 == done && k < start_polls; ++k) {
-        done = ofl_engine_progress(&r->inst);
+        done = inst_progress(r);
     }
     if (done > 0) {
         ofl_agent_item_unlock(&m->item);
         r->done = 1;
-        complete(r);
+        /* Still inside the call that started it: nobody can wait on it yet,
+         * so no signal (a locked exchange, which would wait here for this
+         * core's store to its board line to reach the peers). */
+        complete(r, 0);
         return 1;
     }
     /* Outstanding (or failed: module_progress reports it): the run list is
@@ -615,27 +652,10 @@ static int post_first(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r,
     return 1;
 }
 
-static void post(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r,
-                 const ofl_program_t *prog, const ofl_call_t *call)
+/* A posted call joins the module's outstanding ones (through the incoming
+ * stack: no executor lock needed) and is handed to the executors. */
+static void enqueue(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r, int large)
 {
-    /* A small nonblocking call fires here what can fire now (its first puts, a
-     * line or two each): it need not wait for the agent to be scheduled, and
-     * one that completes at once never wakes it. A large one is the agent's
-     * work from the start (firing it here would copy and combine whole
-     * segments before the call returns), worth a system call to wake the agent
-     * and the peers' agents on arrival. A blocking call is driven by its
-     * caller. */
-    int large = REQ_BLOCKING != r->kind && ofl_agent_started(&agent)
-                && call->count * call->elem > POST_FIRE_MAX;
-    ofl_call_t c = *call;
-    c.ring = large;
-    r->status = OFL_WAIT_OK;
-    r->error = 0;
-    r->done = 0;
-    if (!large && REQ_BLOCKING != r->kind && post_first(m, r, prog, &c)) {
-        return;
-    }
-    ofl_engine_post(&r->inst, prog, &m->nic.base, &m->edges, &c);
     __atomic_fetch_add(&m->nactive, 1, __ATOMIC_ACQ_REL);
     mca_coll_offload_req_t *top = __atomic_load_n(&m->incoming, __ATOMIC_RELAXED);
     do {
@@ -654,6 +674,55 @@ static void post(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r,
     if (REQ_BLOCKING != r->kind && !__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) {
         ofl_agent_wake(&agent);
     }
+}
+
+/* A board call on a module with nothing outstanding: post it and look for the
+ * peers' payloads at once. No executor lock: with nothing outstanding no
+ * executor touches the module, and the call reaches them (enqueue) only if it
+ * is not done here. */
+static void board_first(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r,
+                        const ofl_call_t *call)
+{
+    inst_post(m, r, NULL, call);
+    int done = inst_progress(r);
+    for (unsigned k = 0; 0 == done && k < start_polls; ++k) {
+        done = inst_progress(r);
+    }
+    if (done > 0) {
+        r->done = 1;
+        complete(r, 0);   /* as in post_first */
+        return;
+    }
+    enqueue(m, r, 0);
+}
+
+static void post(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r,
+                 const ofl_program_t *prog, const ofl_call_t *call)
+{
+    /* A small nonblocking call fires here what can fire now (its first puts, a
+     * line or two each): it need not wait for the agent to be scheduled, and
+     * one that completes at once never wakes it. A large one is the agent's
+     * work from the start (firing it here would copy and combine whole
+     * segments before the call returns), worth a system call to wake the agent
+     * and the peers' agents on arrival. A blocking call is driven by its
+     * caller. */
+    r->status = OFL_WAIT_OK;
+    r->error = 0;
+    r->done = 0;
+    if (r->board && REQ_BLOCKING != r->kind
+        && 0 == __atomic_load_n(&m->nactive, __ATOMIC_ACQUIRE)) {
+        board_first(m, r, call);
+        return;
+    }
+    int large = REQ_BLOCKING != r->kind && ofl_agent_started(&agent)
+                && call->count * call->elem > POST_FIRE_MAX;
+    ofl_call_t c = *call;
+    c.ring = large;
+    if (!large && REQ_BLOCKING != r->kind && post_first(m, r, prog, &c)) {
+        return;
+    }
+    inst_post(m, r, prog, &c);
+    enqueue(m, r, large);
 }
 
 static int req_free(ompi_request_t **rptr);
@@ -692,6 +761,7 @@ static mca_coll_offload_req_t *req_get(mca_coll_offload_module_t *m,
     r->dtype = NULL;
     r->inner = NULL;
     r->stuck = 0;
+    r->board = 0;
     r->module = m;
     OBJ_RETAIN(m);
     return r;
@@ -779,7 +849,7 @@ static int start_one(mca_coll_offload_req_t *r)
  * a bcast, `buf` non-NULL with a non-contiguous dtype means staged. */
 static int make_request(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
                         req_kind_t kind, ofl_coll_t coll, const ofl_program_t *prog,
-                        const ofl_call_t *call, void *buf, int count,
+                        int board, const ofl_call_t *call, void *buf, int count,
                         struct ompi_datatype_t *dtype, int root, mca_coll_offload_req_t *reuse,
                         ompi_request_t **request)
 {
@@ -792,6 +862,7 @@ static int make_request(mca_coll_offload_module_t *m, struct ompi_communicator_t
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     r->prog = prog;
+    r->board = board;
     r->call = *call;
     if (NULL != buf && 0 != stage_prepare(r, buf, count, dtype, root, call->count)) {
         /* The other ranks may already have posted: an out-of-resource error,
@@ -816,7 +887,9 @@ static int make_request(mca_coll_offload_module_t *m, struct ompi_communicator_t
 
 /* ---- completion (application threads only) ------------------------------------ */
 
-static void complete(mca_coll_offload_req_t *r)
+/* `signal`: whether a thread may be waiting on it (ompi_request_complete's
+ * with_signal); 0 only while the call that started it has not returned. */
+static void complete(mca_coll_offload_req_t *r, int signal)
 {
     ompi_request_t *q = &r->super.super;
     mca_coll_offload_module_t *m = r->module;
@@ -837,7 +910,7 @@ static void complete(mca_coll_offload_req_t *r)
          * always signals: MPI_Waitall waits on a sync object even then. */
         if (CLAIM_FREED != r->claim) {
             r->claim = CLAIM_COMPLETE;
-            ompi_request_complete(q, true);
+            ompi_request_complete(q, signal);
             return;
         }
     } else {
@@ -881,7 +954,7 @@ static int nb_progress(void)
             mca_coll_offload_req_t *r = tls_done_head;
             tls_done_head = r->next;
             r->next = NULL;
-            complete(r);
+            complete(r, 1);
         }
         if (0 != n) {
             idle_streak = 0;
@@ -907,7 +980,7 @@ static int nb_progress(void)
     while (NULL != fifo) {
         mca_coll_offload_req_t *next = fifo->next;
         fifo->next = NULL;
-        complete(fifo);
+        complete(fifo, 1);
         fifo = next;
         n++;
     }
@@ -979,8 +1052,8 @@ static int req_start(size_t count, ompi_request_t **requests)
                 continue;
             }
         }
-        mca_coll_offload_note(OFL_KIND_PERSISTENT, r->coll, OFL_R_OFFLOAD,
-                              r->call.count * r->call.elem, q->req_mpi_object.comm);
+        mca_coll_offload_note_offload(OFL_KIND_PERSISTENT, r->coll,
+                                      r->call.count * r->call.elem, q->req_mpi_object.comm);
         if (OPAL_UNLIKELY(OFL_MOD_READY != __atomic_load_n(&m->state, __ATOMIC_RELAXED))) {
             /* A fault stopped this communicator's NIC after the request was made. */
             q->req_state = OMPI_REQUEST_ACTIVE;
@@ -990,7 +1063,7 @@ static int req_start(size_t count, ompi_request_t **requests)
             r->have = m->fail_have;
             r->need = m->fail_need;
             r->error = m->fail_error;
-            complete(r);
+            complete(r, 1);
             continue;
         }
         start_one(r);
@@ -1121,11 +1194,13 @@ static inline void cpu_relax(void)
 
 ofl_wait_status_t mca_coll_offload_nb_blocking(mca_coll_offload_module_t *m,
                                                const ofl_program_t *prog,
-                                               const ofl_call_t *call, int *peer, int *cnt,
-                                               uint64_t *have, int64_t *need, int *error)
+                                               const ofl_call_t *call, int board, int *peer,
+                                               int *cnt, uint64_t *have, int64_t *need,
+                                               int *error)
 {
     mca_coll_offload_req_t *r = m->blocking_req;
     r->kind = REQ_BLOCKING;
+    r->board = board;
     post(m, r, prog, call);
     unsigned spin = ofl_glue_spin_before_yield(&mca_coll_offload_component.params);
     for (unsigned long iter = 1;; ++iter) {
@@ -1225,7 +1300,10 @@ static int reduction(mca_coll_offload_module_t *m, struct ompi_communicator_t *c
     call.recv = rbuf;
     const ofl_program_t *prog = mca_coll_offload_program(m, coll, alg, root);
     call.seg_bytes = mca_coll_offload_segment(prog, call.count * call.elem);
-    return make_request(m, comm, kind, coll, prog, &call, NULL, 0, NULL, root, reuse, request);
+    int board = OFL_COLL_ALLREDUCE == coll
+                && mca_coll_offload_board_takes(m, alg, call.count * call.elem);
+    return make_request(m, comm, kind, coll, prog, board, &call, NULL, 0, NULL, root, reuse,
+                        request);
 }
 
 static int bcast(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
@@ -1247,13 +1325,13 @@ static int bcast(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
     /* Only the byte size decides (layouts may differ between ranks): a
      * non-contiguous layout is staged, as in the blocking call. */
     if (bytes > 0 && !ompi_datatype_is_contiguous_memory_layout(dtype, count)) {
-        return make_request(m, comm, kind, OFL_COLL_BCAST, prog, &call, buf, count, dtype,
+        return make_request(m, comm, kind, OFL_COLL_BCAST, prog, 0, &call, buf, count, dtype,
                             root, reuse, request);
     }
     ptrdiff_t true_lb = 0, true_extent = 0;
     ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
     call.send = call.recv = (char *) buf + true_lb;
-    return make_request(m, comm, kind, OFL_COLL_BCAST, prog, &call, NULL, 0, NULL, root,
+    return make_request(m, comm, kind, OFL_COLL_BCAST, prog, 0, &call, NULL, 0, NULL, root,
                         reuse, request);
 }
 
@@ -1271,8 +1349,9 @@ static int barrier(mca_coll_offload_module_t *m, struct ompi_communicator_t *com
     }
     ofl_call_t call = { .send = NULL, .recv = NULL, .fn = NULL, .elem = 1, .count = 0 };
     return make_request(m, comm, kind, OFL_COLL_BARRIER,
-                        mca_coll_offload_program(m, OFL_COLL_BARRIER, alg, 0), &call, NULL, 0,
-                        NULL, 0, reuse, request);
+                        mca_coll_offload_program(m, OFL_COLL_BARRIER, alg, 0),
+                        mca_coll_offload_board_takes(m, alg, 0), &call, NULL, 0, NULL, 0, reuse,
+                        request);
 }
 
 /* Count a fallback decision (and explain it at verbose >= 10). */

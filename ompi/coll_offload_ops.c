@@ -163,7 +163,7 @@ static int run(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_
     if (OPAL_UNLIKELY(0 != __atomic_load_n(&m->nactive, __ATOMIC_ACQUIRE))) {
         /* Nonblocking calls are outstanding: this one queues behind them and
          * runs under the executor lock (coll_offload_nb.c). */
-        st = mca_coll_offload_nb_blocking(m, prog, call, &who, &cnt, &have, &need, &error);
+        st = mca_coll_offload_nb_blocking(m, prog, call, 0, &who, &cnt, &have, &need, &error);
         if (OPAL_LIKELY(OFL_WAIT_OK == st)) {
             return OMPI_SUCCESS;
         }
@@ -186,6 +186,45 @@ static int run(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_
     }
     mca_coll_offload_report(m, mpi_names[coll], comm, st, OFL_WAIT_PEER_DEAD == st ? peer : who,
                             cnt, have, need, m->inst.error);
+    return MPI_ERR_OTHER;
+}
+
+/* A blocking allreduce or barrier on the board (engine/board.h). */
+static int run_board(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_call_t *call,
+                     struct ompi_communicator_t *comm)
+{
+    mca_coll_offload_component_t *c = &mca_coll_offload_component;
+    c->offloaded[coll]++;
+    if (OPAL_UNLIKELY(c->params.verbose >= 10)) {
+        opal_output(c->output, "coll:offload: %s %s %zu B: offload (board)", comm->c_name,
+                    ofl_coll_name(coll), call->count * call->elem);
+    }
+    int peer = -1;
+    if (OPAL_UNLIKELY(0 != __atomic_load_n(&m->nactive, __ATOMIC_ACQUIRE))) {
+        /* Behind outstanding nonblocking calls, as in run(): the board call
+         * may post only once they are done (board.h). */
+        int cnt = OFL_CNT_DATA * OFL_CHANNELS, error = 0;
+        uint64_t have = 0;
+        int64_t need = 0;
+        ofl_wait_status_t st = mca_coll_offload_nb_blocking(m, NULL, call, 1, &peer, &cnt,
+                                                            &have, &need, &error);
+        if (OPAL_LIKELY(OFL_WAIT_OK == st)) {
+            return OMPI_SUCCESS;
+        }
+        mca_coll_offload_report(m, mpi_names[coll], comm, st, peer, cnt, have, need, error);
+        return MPI_ERR_OTHER;
+    }
+    ofl_wait_opts_t opts = ofl_glue_wait_opts(&c->params);
+    uint64_t seq = ++m->board_seq;
+    ofl_wait_status_t st = ofl_board_allreduce(&m->nic.base, seq, call->send, call->recv,
+                                               call->count, call->elem, call->fn, &opts,
+                                               &peer);
+    if (OPAL_LIKELY(OFL_WAIT_OK == st)) {
+        return OMPI_SUCCESS;
+    }
+    m->state = OFL_MOD_DISABLED;
+    mca_coll_offload_report(m, mpi_names[coll], comm, st, peer, OFL_CNT_DATA * OFL_CHANNELS,
+                            0, (int64_t) seq, 0);
     return MPI_ERR_OTHER;
 }
 
@@ -240,7 +279,7 @@ int mca_coll_offload_decide_barrier(mca_coll_offload_module_t *m,
 static inline const ofl_program_t *allreduce_program(mca_coll_offload_module_t *m,
                                                      ofl_alg_t alg)
 {
-    if (OFL_ALG_EXCHANGE == alg && m->allreduce_x.ndesc > 0) {
+    if ((OFL_ALG_EXCHANGE == alg || OFL_ALG_BOARD == alg) && m->allreduce_x.ndesc > 0) {
         return &m->allreduce_x;
     }
     if (OFL_ALG_SPLIT == alg && m->allreduce_s.ndesc > 0) {
@@ -257,7 +296,9 @@ static inline const ofl_program_t *bcast_program(mca_coll_offload_module_t *m, o
 
 static inline const ofl_program_t *barrier_program(mca_coll_offload_module_t *m, ofl_alg_t alg)
 {
-    return (OFL_ALG_EXCHANGE == alg && m->barrier_x.ndesc > 0) ? &m->barrier_x : &m->barrier;
+    return ((OFL_ALG_EXCHANGE == alg || OFL_ALG_BOARD == alg) && m->barrier_x.ndesc > 0)
+               ? &m->barrier_x
+               : &m->barrier;
 }
 
 const ofl_program_t *mca_coll_offload_program(mca_coll_offload_module_t *m, ofl_coll_t coll,
@@ -296,6 +337,9 @@ int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
     if (0 == call.count) {
         mca_coll_offload_component.offloaded[OFL_COLL_ALLREDUCE]++;
         return OMPI_SUCCESS;
+    }
+    if (mca_coll_offload_board_takes(m, alg, call.count * call.elem)) {
+        return run_board(m, OFL_COLL_ALLREDUCE, &call, comm);
     }
     return run(m, OFL_COLL_ALLREDUCE, allreduce_program(m, alg), &call, comm);
 }
@@ -435,5 +479,8 @@ int mca_coll_offload_barrier(struct ompi_communicator_t *comm, mca_coll_base_mod
         return m->prev_barrier(comm, m->prev_barrier_module);
     }
     ofl_call_t call = { .send = NULL, .recv = NULL, .fn = NULL, .elem = 1, .count = 0 };
+    if (mca_coll_offload_board_takes(m, alg, 0)) {
+        return run_board(m, OFL_COLL_BARRIER, &call, comm);
+    }
     return run(m, OFL_COLL_BARRIER, barrier_program(m, alg), &call, comm);
 }

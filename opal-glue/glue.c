@@ -18,10 +18,10 @@ static const mca_base_var_enum_value_t tree_kinds[] = {
 
 /* Per-size algorithm tables (see src/sched/policy.h), measured on one node. */
 static const char *const default_policy[OFL_COLL_COUNT] = {
-    [OFL_COLL_ALLREDUCE] = "exchange:16k,split",
+    [OFL_COLL_ALLREDUCE] = "board:224,exchange:16k,split",
     [OFL_COLL_REDUCE] = "fallback:64,tree:16k,fallback:512k,tree",
     [OFL_COLL_BCAST] = "fallback:128,tree:32k,get",
-    [OFL_COLL_BARRIER] = "exchange",
+    [OFL_COLL_BARRIER] = "board",
 };
 
 static int reg_int(mca_coll_offload_component_t *c, const char *name, const char *help,

@@ -370,9 +370,10 @@ ofl_wait_status_t ofl_engine_check(ofl_inst_t *inst, double waited_s, double tim
     return OFL_WAIT_OK;
 }
 
-ofl_wait_status_t ofl_engine_wait(ofl_inst_t *inst, const ofl_wait_opts_t *opts, int *peer)
+ofl_wait_status_t ofl_wait_loop(ofl_poll_fn poll, ofl_check_fn check, void *ctx,
+                                const ofl_wait_opts_t *opts, int *peer)
 {
-    int done = ofl_engine_progress(inst);
+    int done = poll(ctx);
     if (done) {
         return done > 0 ? OFL_WAIT_OK : OFL_WAIT_FAILED;
     }
@@ -380,7 +381,7 @@ ofl_wait_status_t ofl_engine_wait(ofl_inst_t *inst, const ofl_wait_opts_t *opts,
      * long before it, and a clock read costs as much as several polls. */
     double start = 0.0, next_check = 0.0;
     for (unsigned long iter = 1;; ++iter) {
-        done = ofl_engine_progress(inst);
+        done = poll(ctx);
         if (done) {
             return done > 0 ? OFL_WAIT_OK : OFL_WAIT_FAILED;
         }
@@ -405,9 +406,24 @@ ofl_wait_status_t ofl_engine_wait(ofl_inst_t *inst, const ofl_wait_opts_t *opts,
             continue;
         }
         next_check = t + opts->liveness_period_s;
-        ofl_wait_status_t st = ofl_engine_check(inst, t - start, opts->timeout_s, peer);
+        ofl_wait_status_t st = check(ctx, t - start, opts->timeout_s, peer);
         if (OFL_WAIT_OK != st) {
             return st;
         }
     }
+}
+
+static int engine_poll(void *ctx)
+{
+    return ofl_engine_progress(ctx);
+}
+
+static ofl_wait_status_t engine_check(void *ctx, double waited_s, double timeout_s, int *peer)
+{
+    return ofl_engine_check(ctx, waited_s, timeout_s, peer);
+}
+
+ofl_wait_status_t ofl_engine_wait(ofl_inst_t *inst, const ofl_wait_opts_t *opts, int *peer)
+{
+    return ofl_wait_loop(engine_poll, engine_check, inst, opts, peer);
 }

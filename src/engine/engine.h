@@ -106,4 +106,14 @@ ofl_wait_status_t ofl_engine_check(ofl_inst_t *inst, double waited_s, double tim
 /* Drive inst to completion. On PEER_DEAD/TIMEOUT, *peer is the peer waited for. */
 ofl_wait_status_t ofl_engine_wait(ofl_inst_t *inst, const ofl_wait_opts_t *opts, int *peer);
 
+/* The wait itself, for anything that polls: poll(ctx) > 0 done, 0 not yet, < 0
+ * failed; between polls the host's progress now and then, yielding after
+ * opts->spin_before_yield polls, and every liveness period check(ctx, waited,
+ * timeout, peer), whose verdict other than OFL_WAIT_OK ends the wait. */
+typedef int (*ofl_poll_fn)(void *ctx);
+typedef ofl_wait_status_t (*ofl_check_fn)(void *ctx, double waited_s, double timeout_s,
+                                          int *peer);
+ofl_wait_status_t ofl_wait_loop(ofl_poll_fn poll, ofl_check_fn check, void *ctx,
+                                const ofl_wait_opts_t *opts, int *peer);
+
 #endif

@@ -50,7 +50,22 @@ typedef struct {
      * software NIC a futex). Costs a system call only then. NULL: no such thing,
      * executors poll. */
     void (*ring)(ofl_nic_t *nic, int peer);
+    /* The board (optional, NULL when absent; see board.h): per rank and call
+     * parity, a few cache lines that only the rank writes and every peer reads,
+     * each carrying OFL_BOARD_LINE_BYTES of payload and the sequence number of
+     * the call that wrote it — a small payload and its counter in one line, no
+     * credit: the calls' own order tells when a line may be reused. board_post
+     * publishes my `len` bytes for call `seq` (release); board_read returns
+     * peer's payload of call `seq` once every line of it carries `seq`
+     * (acquire), contiguous (copied into `tmp` when it spans lines), else NULL. */
+    void (*board_post)(ofl_nic_t *nic, uint64_t seq, const void *data, uint64_t len);
+    const void *(*board_read)(ofl_nic_t *nic, int peer, uint64_t seq, uint64_t len, void *tmp);
 } ofl_nic_ops_t;
+
+/* Payload bytes per board line (a 64-byte line less its sequence number), and
+ * the most lines a board payload may span. */
+#define OFL_BOARD_LINE_BYTES 56
+#define OFL_BOARD_MAX_LINES 4
 
 struct ofl_nic {
     const ofl_nic_ops_t *ops;
@@ -58,6 +73,7 @@ struct ofl_nic {
     int size;
     int slots;              /* mailbox slots per stream */
     uint64_t slot_bytes;    /* bytes per mailbox slot: the largest segment */
+    uint64_t board_bytes;   /* the largest board payload; 0: no board */
 };
 
 #endif

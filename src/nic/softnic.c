@@ -21,7 +21,8 @@
 
 #define LINE 64
 #define STAMP 16   /* bytes before a slot's payload: keeps payload 16-byte aligned */
-#define SOFTNIC_MAGIC 0x6f666c736e696331ull /* "oflsnic1" */
+#define SOFTNIC_MAGIC 0x6f666c736e696332ull /* "oflsnic2" */
+#define BOARD_LINES OFL_BOARD_MAX_LINES  /* per rank and call parity */
 
 typedef struct {
     uint64_t magic;
@@ -49,7 +50,10 @@ static void geometry(ofl_softnic_t *nic, int size, int slots, size_t segsize)
     nic->slot_stride = round_up(STAMP + nic->base.slot_bytes, LINE);
     nic->off_bells = bells;
     nic->off_counters = hdr;
-    nic->off_mbox = round_up(hdr + counters, 4096);
+    nic->off_board = hdr + counters;
+    nic->base.board_bytes = BOARD_LINES * OFL_BOARD_LINE_BYTES;
+    uint64_t board = (uint64_t) size * 2 * BOARD_LINES * LINE;
+    nic->off_mbox = round_up(nic->off_board + board, 4096);
     nic->len = nic->off_mbox + (uint64_t) size * (uint64_t) size * OFL_CHANNELS
                                    * (uint64_t) slots * nic->slot_stride;
 }
@@ -224,6 +228,62 @@ static int sn_peer_alive(ofl_nic_t *b, int peer)
     return 0;
 }
 
+/* Line `line` of rank's board for calls of parity `seq & 1`: the payload, then
+ * at byte 56 the sequence number of the call that wrote it. */
+static inline uint8_t *board_line(ofl_softnic_t *nic, int rank, uint64_t seq, uint64_t line)
+{
+    return nic->mem + nic->off_board
+           + (((uint64_t) rank * 2 + (seq & 1)) * BOARD_LINES + line) * LINE;
+}
+
+static inline _Atomic uint64_t *board_seq(uint8_t *line)
+{
+    return (_Atomic uint64_t *) (line + OFL_BOARD_LINE_BYTES);
+}
+
+static inline uint64_t board_lines(uint64_t len)
+{
+    return len ? (len + OFL_BOARD_LINE_BYTES - 1) / OFL_BOARD_LINE_BYTES : 1;
+}
+
+static void sn_board_post(ofl_nic_t *b, uint64_t seq, const void *data, uint64_t len)
+{
+    ofl_softnic_t *nic = (ofl_softnic_t *) b;
+    for (uint64_t l = 0, n = board_lines(len); l < n; ++l) {
+        uint8_t *line = board_line(nic, b->rank, seq, l);
+        uint64_t at = l * OFL_BOARD_LINE_BYTES;
+        if (at < len) {
+            uint64_t chunk = len - at < OFL_BOARD_LINE_BYTES ? len - at : OFL_BOARD_LINE_BYTES;
+            memcpy(line, (const uint8_t *) data + at, chunk);
+        }
+        atomic_store_explicit(board_seq(line), seq, memory_order_release);
+    }
+}
+
+static const void *sn_board_read(ofl_nic_t *b, int peer, uint64_t seq, uint64_t len, void *tmp)
+{
+    ofl_softnic_t *nic = (ofl_softnic_t *) b;
+    uint64_t n = board_lines(len);
+    /* The peer rewrites this parity's lines only for call seq + 2, which it
+     * cannot start before this rank has posted seq + 1, i.e. finished seq: a
+     * line carrying seq holds seq's payload for as long as we read it. */
+    for (uint64_t l = 0; l < n; ++l) {
+        if (atomic_load_explicit(board_seq(board_line(nic, peer, seq, l)), memory_order_acquire)
+            < seq) {
+            return NULL;
+        }
+    }
+    if (1 == n) {
+        return board_line(nic, peer, seq, 0);
+    }
+    for (uint64_t l = 0; l < n; ++l) {
+        uint64_t at = l * OFL_BOARD_LINE_BYTES;
+        uint64_t chunk = len - at < OFL_BOARD_LINE_BYTES ? len - at : OFL_BOARD_LINE_BYTES;
+        memcpy((uint8_t *) tmp + at, board_line(nic, peer, seq, l), chunk);
+    }
+    return tmp;
+}
+
 static void sn_poison(ofl_nic_t *b, int dead)
 {
     softnic_hdr_t *h = (softnic_hdr_t *) ((ofl_softnic_t *) b)->mem;
@@ -269,6 +329,8 @@ static const ofl_nic_ops_t softnic_ops = {
     .poison = sn_poison,
     .poisoned = sn_poisoned,
     .ring = sn_ring,
+    .board_post = sn_board_post,
+    .board_read = sn_board_read,
 };
 
 static int map(ofl_softnic_t *nic, const char *name, int create)

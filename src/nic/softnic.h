@@ -8,6 +8,9 @@
  *              set by the rank's executor while it sleeps waiting for arrivals
  *   counters   [owner][feeder][chan] one cache line each: the CREDIT counter,
  *              written only by the feeder, read only by the owner
+ *   board      [rank][call parity][4 lines]: written only by rank, read by all;
+ *              56 payload bytes and the writing call's sequence number per line
+ *              (the board of nic.h: small allreduces and barriers)
  *   mailboxes  [dst][src][chan][slot]: written only by src, read only by dst; touched
  *              lazily, so edges outside every tree cost no memory. Each slot
  *              starts with a 16-byte stamp: the DATA counter of the edge as of
@@ -31,6 +34,7 @@ typedef struct {
     size_t len;
     uint64_t off_bells;
     uint64_t off_counters;
+    uint64_t off_board;
     uint64_t off_mbox;
     uint64_t slot_stride;      /* stamp + payload, cache-line multiple */
     uint64_t *credit_seen;     /* [size][chan] private: last CREDIT value read */

@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const alg_names[] = { "fallback", "tree", "exchange", "split", "get" };
+static const char *const alg_names[] = { "fallback", "tree", "exchange", "split", "get",
+                                         "board" };
 
 const char *ofl_alg_name(ofl_alg_t alg)
 {
@@ -77,7 +78,8 @@ int ofl_policy_parse(const char *text, ofl_policy_t *policy, char *err, size_t e
             }
         }
         if (alg < 0) {
-            snprintf(err, errlen, "unknown algorithm '%.*s' (fallback, tree, exchange, split, get)",
+            snprintf(err, errlen,
+                     "unknown algorithm '%.*s' (fallback, tree, exchange, split, get, board)",
                      (int) nlen, p);
             return -1;
         }

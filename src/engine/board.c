@@ -1,0 +1,103 @@
+/*
+ * coll/offload — small allreduces and barriers on the board (see board.h).
+ */
+#include "engine/board.h"
+
+#include <string.h>
+
+void ofl_board_prepare(ofl_board_call_t *c, ofl_nic_t *nic, uint64_t seq, const void *send,
+                       void *recv, size_t count, size_t elem, ofl_alu_fn fn)
+{
+    c->nic = nic;
+    c->seq = seq;
+    c->send = send;
+    c->recv = recv;
+    c->count = count;
+    c->elem = elem;
+    c->fn = fn;
+    c->posted = 0;
+    c->missing = 0;
+}
+
+/* Collect the payloads in rank order; 1 once all are there. */
+static int gather(ofl_board_call_t *c)
+{
+    ofl_nic_t *nic = c->nic;
+    size_t len = c->count * c->elem;
+    for (; c->missing < nic->size; ++c->missing) {
+        const void *p = nic->ops->board_read(nic, c->missing, c->seq, len, c->tmp[c->missing]);
+        if (NULL == p) {
+            return 0;
+        }
+        c->in[c->missing] = p;
+    }
+    return 1;
+}
+
+int ofl_board_progress(ofl_board_call_t *c)
+{
+    ofl_nic_t *nic = c->nic;
+    if (!c->posted) {
+        nic->ops->board_post(nic, c->seq, c->send, c->count * c->elem);
+        c->posted = 1;
+    }
+    if (!gather(c)) {
+        return 0;
+    }
+    if (0 == c->count) {
+        return 1;
+    }
+    /* Rank order, the own payload from the board too (send may be recv). */
+    if (1 == nic->size) {
+        memmove(c->recv, c->in[0], c->count * c->elem);
+        return 1;
+    }
+    c->fn(c->recv, c->in[0], c->in[1], c->count);
+    for (int r = 2; r < nic->size; ++r) {
+        c->fn(c->recv, c->recv, c->in[r], c->count);
+    }
+    return 1;
+}
+
+ofl_wait_status_t ofl_board_check(ofl_board_call_t *c, double waited_s, double timeout_s,
+                                  int *peer)
+{
+    ofl_nic_t *nic = c->nic;
+    int dead = nic->ops->poisoned(nic);
+    if (dead >= 0) {
+        *peer = dead;
+        return OFL_WAIT_PEER_DEAD;
+    }
+    if (!c->posted || gather(c)) {
+        return OFL_WAIT_OK;
+    }
+    if (!nic->ops->peer_alive(nic, c->missing)) {
+        nic->ops->poison(nic, c->missing);
+        *peer = c->missing;
+        return OFL_WAIT_PEER_DEAD;
+    }
+    if (timeout_s > 0 && waited_s > timeout_s) {
+        *peer = c->missing;
+        return OFL_WAIT_TIMEOUT;
+    }
+    return OFL_WAIT_OK;
+}
+
+static int poll_call(void *ctx)
+{
+    return ofl_board_progress(ctx);
+}
+
+static ofl_wait_status_t check_call(void *ctx, double waited_s, double timeout_s, int *peer)
+{
+    return ofl_board_check(ctx, waited_s, timeout_s, peer);
+}
+
+ofl_wait_status_t ofl_board_allreduce(ofl_nic_t *nic, uint64_t seq, const void *send,
+                                      void *recv, size_t count, size_t elem, ofl_alu_fn fn,
+                                      const ofl_wait_opts_t *opts, int *peer)
+{
+    ofl_board_call_t c;
+    ofl_board_prepare(&c, nic, seq, send, recv, count, elem, fn);
+    return ofl_wait_loop(poll_call, check_call, &c, opts, peer);
+}

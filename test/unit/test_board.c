@@ -1,0 +1,326 @@
+/*
+ * Unit tests of the board (engine/board.h) on the software NIC, one thread per
+ * rank, no MPI:
+ *   results   1..16 ranks, thousands of back-to-back calls of 0..224 bytes
+ *             (integer sums checked against sums computed here, float sums
+ *             bit for bit against the rank-order sum, in place and not)
+ *   barrier   nobody leaves call s before everybody has entered it
+ *   faults    a rank that never comes (watchdog names it), a poisoned
+ *             communicator, a forked peer that exits (named dead)
+ *   fits      sizes and backends the board refuses
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "engine/board.h"
+#include "nic/softnic.h"
+#include "unit.h"
+
+#define MAXN OFL_BOARD_MAX_RANKS
+
+static int shm_seq;
+
+static void shm_name(char *buf, size_t len)
+{
+    snprintf(buf, len, "/ofl-board-%d-%d", (int) getpid(), shm_seq++);
+}
+
+typedef struct {
+    int n;
+    ofl_softnic_t nic[MAXN];
+} world_t;
+
+static int world_open(world_t *w, int n)
+{
+    char name[64];
+    shm_name(name, sizeof(name));
+    memset(w, 0, sizeof(*w));
+    w->n = n;
+    int rc = ofl_softnic_create(&w->nic[0], name, n, 0, 4, 4096);
+    for (int r = 1; r < n && 0 == rc; ++r) {
+        rc = ofl_softnic_attach(&w->nic[r], name, n, r, 4, 4096);
+    }
+    ofl_softnic_unlink(name);
+    CHECK(0 == rc, "softnic for %d ranks: %d", n, rc);
+    return rc;
+}
+
+static void world_close(world_t *w)
+{
+    for (int r = 0; r < w->n; ++r) {
+        ofl_softnic_detach(&w->nic[r]);
+    }
+}
+
+static uint32_t in_u32(int rank, uint64_t call, size_t i)
+{
+    uint64_t x = ((uint64_t) rank << 40) ^ (call << 12) ^ i;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return (uint32_t) x;
+}
+
+static float in_f32(int rank, uint64_t call, size_t i)
+{
+    return (float) (in_u32(rank, call, i) % 2000001) * 1e-3f - 1000.0f;
+}
+
+static const ofl_wait_opts_t opts = {
+    .progress = NULL,
+    .ctx = NULL,
+    .spin_before_yield = 64,   /* more threads than cores: yield soon */
+    .timeout_s = 30.0,
+    .liveness_period_s = 0.05,
+};
+
+/* ---- results and barriers --------------------------------------------------- */
+
+typedef struct {
+    world_t *w;
+    int rank;
+    int calls;
+    atomic_int *entered;       /* [n]: the last call each rank entered */
+    int failures;              /* checks failed in this thread */
+    char first[256];
+} thr_t;
+
+static void note(thr_t *t, const char *fmt, uint64_t a, uint64_t b)
+{
+    if (0 == t->failures++) {
+        snprintf(t->first, sizeof(t->first), fmt, (unsigned long long) a,
+                 (unsigned long long) b);
+    }
+}
+
+static void *run_rank(void *arg)
+{
+    thr_t *t = arg;
+    int n = t->w->n;
+    ofl_nic_t *nic = &t->w->nic[t->rank].base;
+    ofl_alu_fn sum_u32 = ofl_alu_lookup(OFL_OP_SUM, OFL_T_UINT32);
+    ofl_alu_fn sum_f32 = ofl_alu_lookup(OFL_OP_SUM, OFL_T_FLOAT);
+    _Alignas(64) uint32_t send[56], recv[56];
+    for (uint64_t s = 1; s <= (uint64_t) t->calls; ++s) {
+        int kind = (int) (s % 4);            /* 0 barrier, 1 u32, 2 u32 in place, 3 f32 */
+        size_t count = 0 == kind ? 0 : (size_t) ((s * 7) % 57);   /* 0..56 elements */
+        for (size_t i = 0; i < count; ++i) {
+            if (3 == kind) {
+                float f = in_f32(t->rank, s, i);
+                memcpy(&send[i], &f, sizeof(f));
+            } else {
+                send[i] = in_u32(t->rank, s, i);
+            }
+        }
+        int peer = -1;
+        ofl_wait_status_t st;
+        atomic_store(&t->entered[t->rank], (int) s);
+        if (0 == kind) {
+            st = ofl_board_allreduce(nic, s, NULL, NULL, 0, 1, NULL, &opts, &peer);
+            for (int r = 0; r < n; ++r) {
+                int e = atomic_load(&t->entered[r]);
+                if (e < (int) s) {
+                    note(t, "barrier %llu: a rank had entered only call %llu", s,
+                         (uint64_t) e);
+                }
+            }
+        } else if (2 == kind) {
+            memcpy(recv, send, count * 4);
+            st = ofl_board_allreduce(nic, s, recv, recv, count, 4, sum_u32, &opts, &peer);
+        } else {
+            st = ofl_board_allreduce(nic, s, send, recv, count, 4,
+                                     3 == kind ? sum_f32 : sum_u32, &opts, &peer);
+        }
+        if (OFL_WAIT_OK != st) {
+            note(t, "call %llu: wait status %llu", s, (uint64_t) st);
+            break;
+        }
+        for (size_t i = 0; i < count; ++i) {
+            if (3 == kind) {
+                float want = in_f32(0, s, i), got;
+                for (int r = 1; r < n; ++r) {
+                    want += in_f32(r, s, i);
+                }
+                memcpy(&got, &recv[i], sizeof(got));
+                if (0 != memcmp(&want, &got, sizeof(got))) {
+                    note(t, "call %llu float element %llu differs", s, i);
+                }
+            } else {
+                uint32_t want = 0;
+                for (int r = 0; r < n; ++r) {
+                    want += in_u32(r, s, i);
+                }
+                if (want != recv[i]) {
+                    note(t, "call %llu element %llu differs", s, i);
+                }
+            }
+        }
+    }
+    return NULL;
+}
+
+static void test_results(void)
+{
+    static const int sizes[] = { 1, 2, 3, 5, 8, 16 };
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); ++k) {
+        int n = sizes[k];
+        world_t w;
+        if (0 != world_open(&w, n)) {
+            continue;
+        }
+        atomic_int entered[MAXN];
+        for (int r = 0; r < MAXN; ++r) {
+            atomic_init(&entered[r], 0);
+        }
+        thr_t th[MAXN];
+        pthread_t tid[MAXN];
+        int calls = n <= 3 ? 20000 : n <= 8 ? 3000 : 1000;
+        for (int r = 0; r < n; ++r) {
+            th[r] = (thr_t) { .w = &w, .rank = r, .calls = calls, .entered = entered };
+            pthread_create(&tid[r], NULL, run_rank, &th[r]);
+        }
+        for (int r = 0; r < n; ++r) {
+            pthread_join(tid[r], NULL);
+            CHECK(0 == th[r].failures, "%d ranks, rank %d: %d failures, first: %s", n, r,
+                  th[r].failures, th[r].first);
+        }
+        world_close(&w);
+    }
+}
+
+/* Payloads spanning several lines (bytes that are not a multiple of 56). */
+typedef struct {
+    world_t *w;
+    int rank;
+    int bad;
+} span_t;
+
+static void *span_rank(void *arg)
+{
+    span_t *t = arg;
+    ofl_nic_t *nic = &t->w->nic[t->rank].base;
+    ofl_alu_fn bxor = ofl_alu_lookup(OFL_OP_BXOR, OFL_T_UINT8);
+    uint8_t send[224], recv[224];
+    for (uint64_t s = 1; s <= 3000; ++s) {
+        size_t len = (size_t) (s % 225);
+        for (size_t i = 0; i < len; ++i) {
+            send[i] = (uint8_t) in_u32(t->rank, s, i);
+        }
+        int peer = -1;
+        if (OFL_WAIT_OK != ofl_board_allreduce(nic, s, send, recv, len, 1, bxor, &opts, &peer)) {
+            t->bad++;
+            return NULL;
+        }
+        for (size_t i = 0; i < len; ++i) {
+            uint8_t want = 0;
+            for (int r = 0; r < t->w->n; ++r) {
+                want ^= (uint8_t) in_u32(r, s, i);
+            }
+            t->bad += want != recv[i];
+        }
+    }
+    return NULL;
+}
+
+static void test_spanning(void)
+{
+    world_t w;
+    if (0 != world_open(&w, 3)) {
+        return;
+    }
+    span_t th[3];
+    pthread_t tid[3];
+    for (int r = 0; r < 3; ++r) {
+        th[r] = (span_t) { .w = &w, .rank = r, .bad = 0 };
+        pthread_create(&tid[r], NULL, span_rank, &th[r]);
+    }
+    for (int r = 0; r < 3; ++r) {
+        pthread_join(tid[r], NULL);
+        CHECK(0 == th[r].bad, "rank %d: %d wrong bytes over 1..224-byte payloads", r,
+              th[r].bad);
+    }
+    world_close(&w);
+}
+
+/* ---- faults ----------------------------------------------------------------- */
+
+static void test_faults(void)
+{
+    world_t w;
+    if (0 != world_open(&w, 3)) {
+        return;
+    }
+    /* Rank 1 has posted, rank 2 never comes: the watchdog ends rank 0's wait
+     * naming rank 2. */
+    w.nic[1].base.ops->board_post(&w.nic[1].base, 1, NULL, 0);
+    ofl_wait_opts_t o = opts;
+    o.timeout_s = 0.2;
+    int peer = -1;
+    ofl_wait_status_t st = ofl_board_allreduce(&w.nic[0].base, 1, NULL, NULL, 0, 1, NULL, &o,
+                                               &peer);
+    CHECK(OFL_WAIT_TIMEOUT == st && 2 == peer, "watchdog: status %d peer %d", (int) st, peer);
+    /* A communicator poisoned elsewhere ends the wait of the others. */
+    w.nic[1].base.ops->poison(&w.nic[1].base, 2);
+    o.timeout_s = 0;
+    peer = -1;
+    st = ofl_board_allreduce(&w.nic[1].base, 1, NULL, NULL, 0, 1, NULL, &o, &peer);
+    CHECK(OFL_WAIT_PEER_DEAD == st && 2 == peer, "poisoned: status %d peer %d", (int) st, peer);
+    world_close(&w);
+
+    /* A peer process that attached and exited: named dead, communicator poisoned. */
+    char name[64];
+    shm_name(name, sizeof(name));
+    ofl_softnic_t a, b;
+    int rc = ofl_softnic_create(&a, name, 2, 0, 4, 4096);
+    CHECK(0 == rc, "create: %d", rc);
+    if (0 != rc) {
+        return;
+    }
+    pid_t child = fork();
+    if (0 == child) {
+        _exit(0 == ofl_softnic_attach(&b, name, 2, 1, 4, 4096) ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    ofl_softnic_unlink(name);
+    CHECK(WIFEXITED(status) && 0 == WEXITSTATUS(status), "child attach");
+    peer = -1;
+    int v = 7, out = 0;
+    st = ofl_board_allreduce(&a.base, 1, &v, &out, 1, 4,
+                             ofl_alu_lookup(OFL_OP_SUM, OFL_T_INT32), &o, &peer);
+    CHECK(OFL_WAIT_PEER_DEAD == st && 1 == peer, "dead peer: status %d peer %d", (int) st, peer);
+    CHECK(1 == a.base.ops->poisoned(&a.base), "poisoned names the dead rank");
+    ofl_softnic_detach(&a);
+}
+
+static void test_fits(void)
+{
+    world_t w;
+    if (0 != world_open(&w, 2)) {
+        return;
+    }
+    ofl_nic_t *nic = &w.nic[0].base;
+    CHECK(ofl_board_fits(nic, 0) && ofl_board_fits(nic, 224), "0 and 224 bytes fit");
+    CHECK(!ofl_board_fits(nic, 225), "225 bytes do not");
+    ofl_nic_ops_t none = *nic->ops;
+    none.board_post = NULL;
+    none.board_read = NULL;
+    ofl_nic_t bare = *nic;
+    bare.ops = &none;
+    CHECK(!ofl_board_fits(&bare, 8), "a backend without a board");
+    world_close(&w);
+}
+
+int main(void)
+{
+    test_results();
+    test_spanning();
+    test_faults();
+    test_fits();
+    return unit_report("test_board");
+}
