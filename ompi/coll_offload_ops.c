@@ -74,10 +74,17 @@ void mca_coll_offload_note(ofl_kind_t kind, ofl_coll_t coll, int reason, size_t 
     }
 }
 
+/* Every blocking fallback passes here, tiny reduces and bcasts included: the
+ * count in place, the call out only to explain it. */
 static inline void fallback_note(ofl_coll_t coll, int reason, size_t bytes,
                                  struct ompi_communicator_t *comm)
 {
-    mca_coll_offload_note(OFL_KIND_BLOCKING, coll, reason, bytes, comm);
+    mca_coll_offload_component_t *c = &mca_coll_offload_component;
+    if (OPAL_UNLIKELY(c->params.verbose >= 10)) {
+        mca_coll_offload_note(OFL_KIND_BLOCKING, coll, reason, bytes, comm);
+        return;
+    }
+    c->fallback[coll]++;
 }
 
 /* A nonblocking or persistent call never sets the NIC up: set-up is collective
@@ -349,6 +356,16 @@ static int reduce_impl(const void *sbuf, void *rbuf, int count, struct ompi_data
                        mca_coll_base_module_t *module, int ignore_policy)
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
+    const mca_coll_offload_params_t *p = &mca_coll_offload_component.params;
+    size_t bytes = count > 0 ? (size_t) count * dtype->super.size : 0;
+    if (!ignore_policy && bytes <= p->max_bytes[OFL_COLL_REDUCE]
+        && OFL_ALG_FALLBACK == ofl_policy_pick(&p->policy[OFL_COLL_REDUCE], bytes, m->size)) {
+        /* The default policy's tiny reduces: straight down, before mapping the
+         * op (the size a mapped call would have is this one, or it falls back
+         * anyway). */
+        fallback_note(OFL_COLL_REDUCE, R_POLICY, bytes, comm);
+        return m->prev_reduce(sbuf, rbuf, count, dtype, op, root, comm, m->prev_reduce_module);
+    }
     ofl_call_t call = { 0 };
     ofl_alg_t alg;
     int reason = check_reduction(OFL_COLL_REDUCE, dtype, op, count, m->size, &call, &alg);
