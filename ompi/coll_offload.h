@@ -137,7 +137,12 @@ typedef struct {
     ofl_program_t *bcast;     /* [size] */
     ofl_program_t *bcast_get; /* [size]: children read the parent's buffer */
     int single_copy;          /* every rank can read every other's memory */
-    int board;                /* small blocking allreduces/barriers may use the board */
+    int board;                /* small allreduces/barriers may use the board */
+    ofl_wait_opts_t wait_opts;  /* blocking waits (MCA values, fixed after init) */
+    struct ompi_datatype_t *map_dtype;   /* the last (dtype, op) mapped onto the ALU */
+    struct ompi_op_t *map_op;
+    ofl_alu_fn map_fn;
+    size_t map_elem;
     uint64_t board_seq;       /* board calls so far (the same count on every rank) */
     ofl_inst_t inst;          /* the blocking call in flight */
     void *pack;               /* staging for non-contiguous bcast layouts; grows only */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "glue.h"
 #include "opal/util/output.h"
 
 static int offload_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm);
@@ -328,6 +329,7 @@ int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicato
     m->single_copy = all_ok[1];
     m->board = ofl_board_fits(&m->nic.base, 0) && m->size <= p->exchange_max_ranks;
     m->board_seq = 0;
+    m->wait_opts = ofl_glue_wait_opts(p);
     opal_output_verbose(1, c->output,
                         "coll:offload: %s (cid %u, %d ranks): software NIC ready, %zu-byte "
                         "segments, %d slots/edge",

@@ -683,7 +683,12 @@ static void enqueue(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r, int
 static void board_first(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r,
                         const ofl_call_t *call)
 {
-    inst_post(m, r, NULL, call);
+    if (NULL != call) {
+        inst_post(m, r, NULL, call);
+    } else {
+        /* a persistent request's board call, prepared when it was made */
+        ofl_board_rearm(&r->bc, ++m->board_seq);
+    }
     int done = inst_progress(r);
     for (unsigned k = 0; 0 == done && k < start_polls; ++k) {
         done = inst_progress(r);
@@ -864,6 +869,10 @@ static int make_request(mca_coll_offload_module_t *m, struct ompi_communicator_t
     r->prog = prog;
     r->board = board;
     r->call = *call;
+    if (board && REQ_PERSISTENT == kind) {
+        ofl_board_prepare(&r->bc, &m->nic.base, 0, call->send, call->recv, call->count,
+                          call->elem, call->fn);
+    }
     if (NULL != buf && 0 != stage_prepare(r, buf, count, dtype, root, call->count)) {
         /* The other ranks may already have posted: an out-of-resource error,
          * never a silent divergence. */
@@ -1054,6 +1063,15 @@ static int req_start(size_t count, ompi_request_t **requests)
         }
         mca_coll_offload_note_offload(OFL_KIND_PERSISTENT, r->coll,
                                       r->call.count * r->call.elem, q->req_mpi_object.comm);
+        if (r->board && OFL_MOD_READY == __atomic_load_n(&m->state, __ATOMIC_RELAXED)
+            && 0 == __atomic_load_n(&m->nactive, __ATOMIC_ACQUIRE)) {
+            /* Only the call number changes from start to start. */
+            q->req_state = OMPI_REQUEST_ACTIVE;
+            r->status = OFL_WAIT_OK;
+            r->done = 0;
+            board_first(m, r, NULL);
+            continue;
+        }
         if (OPAL_UNLIKELY(OFL_MOD_READY != __atomic_load_n(&m->state, __ATOMIC_RELAXED))) {
             /* A fault stopped this communicator's NIC after the request was made. */
             q->req_state = OMPI_REQUEST_ACTIVE;

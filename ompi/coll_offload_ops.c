@@ -221,10 +221,9 @@ static int run_board(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_ca
         mca_coll_offload_report(m, mpi_names[coll], comm, st, peer, cnt, have, need, error);
         return MPI_ERR_OTHER;
     }
-    ofl_wait_opts_t opts = ofl_glue_wait_opts(&c->params);
     uint64_t seq = ++m->board_seq;
     ofl_wait_status_t st = ofl_board_allreduce(&m->nic.base, seq, call->send, call->recv,
-                                               call->count, call->elem, call->fn, &opts,
+                                               call->count, call->elem, call->fn, &m->wait_opts,
                                                &peer);
     if (OPAL_LIKELY(OFL_WAIT_OK == st)) {
         return OMPI_SUCCESS;
@@ -246,16 +245,37 @@ static inline int check_size(ofl_coll_t coll, size_t bytes, int ranks, ofl_alg_t
     return OFL_ALG_FALLBACK == *alg ? R_POLICY : R_OFFLOAD;
 }
 
-static inline int check_reduction(ofl_coll_t coll, struct ompi_datatype_t *dtype,
-                                  struct ompi_op_t *op, int count, int ranks, ofl_call_t *call,
-                                  ofl_alg_t *alg)
+/* The ALU kernel for (dtype, op). The last successful mapping is kept per
+ * module: applications repeat the same pair, and only predefined datatypes and
+ * intrinsic ops ever map, objects that live as long as MPI does. */
+static inline int map_cached(mca_coll_offload_module_t *m, struct ompi_datatype_t *dtype,
+                             struct ompi_op_t *op, ofl_call_t *call)
 {
+    if (OPAL_LIKELY(dtype == m->map_dtype && op == m->map_op)) {
+        call->fn = m->map_fn;
+        call->elem = m->map_elem;
+        return 0;
+    }
     int reason = mca_coll_offload_map(dtype, op, &call->fn, &call->elem);
+    if (0 == reason) {
+        m->map_dtype = dtype;
+        m->map_op = op;
+        m->map_fn = call->fn;
+        m->map_elem = call->elem;
+    }
+    return reason;
+}
+
+static inline int check_reduction(mca_coll_offload_module_t *m, ofl_coll_t coll,
+                                  struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                  int count, ofl_call_t *call, ofl_alg_t *alg)
+{
+    int reason = map_cached(m, dtype, op, call);
     if (0 != reason) {
         return reason;
     }
     call->count = count > 0 ? (size_t) count : 0;
-    return check_size(coll, call->count * call->elem, ranks, alg);
+    return check_size(coll, call->count * call->elem, m->size, alg);
 }
 
 int mca_coll_offload_decide_reduction(mca_coll_offload_module_t *m,
@@ -263,7 +283,7 @@ int mca_coll_offload_decide_reduction(mca_coll_offload_module_t *m,
                                       struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                       int count, ofl_call_t *call, ofl_alg_t *alg)
 {
-    int reason = check_reduction(coll, dtype, op, count, m->size, call, alg);
+    int reason = check_reduction(m, coll, dtype, op, count, call, alg);
     return R_OFFLOAD == reason ? nb_ready(m) : reason;
 }
 
@@ -330,8 +350,7 @@ int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     ofl_call_t call = { 0 };
     ofl_alg_t alg;
-    int reason = check_reduction(OFL_COLL_ALLREDUCE, dtype, op, count, m->size, &call,
-                                 &alg);
+    int reason = check_reduction(m, OFL_COLL_ALLREDUCE, dtype, op, count, &call, &alg);
     if (R_OFFLOAD == reason && !ensure_ready(m, comm)) {
         reason = R_NIC;
     }
@@ -368,7 +387,7 @@ static int reduce_impl(const void *sbuf, void *rbuf, int count, struct ompi_data
     }
     ofl_call_t call = { 0 };
     ofl_alg_t alg;
-    int reason = check_reduction(OFL_COLL_REDUCE, dtype, op, count, m->size, &call, &alg);
+    int reason = check_reduction(m, OFL_COLL_REDUCE, dtype, op, count, &call, &alg);
     if (R_POLICY == reason && ignore_policy) {
         reason = R_OFFLOAD;
     }

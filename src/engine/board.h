@@ -56,6 +56,14 @@ typedef struct {
 void ofl_board_prepare(ofl_board_call_t *c, ofl_nic_t *nic, uint64_t seq, const void *send,
                        void *recv, size_t count, size_t elem, ofl_alu_fn fn);
 
+/* The same call again as call number `seq` (a persistent request's start). */
+static inline void ofl_board_rearm(ofl_board_call_t *c, uint64_t seq)
+{
+    c->seq = seq;
+    c->posted = 0;
+    c->missing = 0;
+}
+
 /* Post (the first time) and look for the others' payloads; once all are in,
  * combine into recv and return 1; 0 while some are missing. Never blocks. */
 int ofl_board_progress(ofl_board_call_t *c);
