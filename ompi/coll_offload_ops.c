@@ -117,9 +117,11 @@ static inline int ensure_ready(mca_coll_offload_module_t *m, struct ompi_communi
 size_t mca_coll_offload_segment(const ofl_program_t *prog, size_t bytes)
 {
     if (prog->byref) {
-        /* a reference per segment: few and large (each read is a system call) */
+        /* a reference per segment: few and large (each read is a system call,
+         * and a read of 512 KiB in one piece beat four pieces at every size up
+         * to 1 MiB); larger messages in four, so that deeper trees pipeline */
         size_t seg = bytes / 4;
-        return seg < 65536 ? 65536 : seg;
+        return seg < 524288 ? 524288 : seg;
     }
     size_t pieces = 8 * (size_t) prog->period;
     size_t seg = bytes / pieces;
