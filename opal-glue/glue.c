@@ -144,7 +144,9 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
             "Algorithm by message size: comma-separated ALG[:MAXBYTES] in increasing size "
             "order; ALG: tree, fallback, exchange (allreduce/barrier; its bound applies to "
             "bytes x (ranks - 1), what each rank sends), split (allreduce), get (bcast, "
-            "single copy); the last entry may omit its size; k/m/g suffixes. "
+            "single copy), board (allreduce up to 224 bytes, barrier: payload and count in "
+            "cache lines each rank alone writes); the last entry may omit its size; k/m/g "
+            "suffixes. "
             "E.g. exchange:64k,split:4m,fallback",
             MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
             &p->policy_text[k]);
