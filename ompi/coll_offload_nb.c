@@ -537,8 +537,10 @@ static int nb_activate(void)
     if (!nb_active) {
         ofl_agent_init(&agent);
         nb_spin = ofl_glue_spin_before_yield(&c->params);
-        start_polls = (0 == nb_spin || c->params.start_polls < 0) ? 0
-                                                                  : (unsigned) c->params.start_polls;
+        start_polls = 0;
+        if (0 != nb_spin && c->params.start_polls > 0) {
+            start_polls = (unsigned) c->params.start_polls;
+        }
         opal_progress_register(nb_progress);
         if (c->params.agent) {
             char why[256];
