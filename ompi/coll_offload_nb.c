@@ -1320,7 +1320,9 @@ static int reduction(mca_coll_offload_module_t *m, struct ompi_communicator_t *c
     call.recv = rbuf;
     const ofl_program_t *prog = mca_coll_offload_program(m, coll, alg, root);
     call.seg_bytes = mca_coll_offload_segment(prog, call.count * call.elem);
-    int board = OFL_COLL_ALLREDUCE == coll
+    /* (An empty allreduce completes at its start without touching the NIC, on
+     * every rank alike: no board call, no call number.) */
+    int board = OFL_COLL_ALLREDUCE == coll && call.count > 0
                 && mca_coll_offload_board_takes(m, alg, call.count * call.elem);
     return make_request(m, comm, kind, coll, prog, board, &call, NULL, 0, NULL, root, reuse,
                         request);

@@ -634,6 +634,68 @@ static void test_mixed(void)
     expect_count(a, b, K_I, C_BARRIER, 0, (unsigned long long) rounds, "mixed: MPI_Ibarrier");
 }
 
+/* Small calls start while one rank still has a call outstanding and the others
+ * do not, so each rank takes a different path into the same calls (queued
+ * behind the outstanding one, or posted at once); an empty persistent allreduce
+ * in between (Open MPI 4.1 completes those before any component sees them).
+ * Every result must still be right, and nothing may hang. */
+static void test_uneven(void)
+{
+    int rounds = t_opt.quick ? 20 : 100;
+    int pin[3], pout[3] = { 0, 0, 0 }, zero_in = 0, zero_out = 0;
+    MPI_Request pz, ps;
+    int rc = MPIX_Allreduce_init(&zero_in, &zero_out, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD,
+                                 MPI_INFO_NULL, &pz);
+    rc |= MPIX_Allreduce_init(pin, pout, 3, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL,
+                              &ps);
+    int bad = 0;
+    const int big = 65536;   /* long enough to be still outstanding at rank 0 */
+    int *lin = malloc(sizeof(int) * (size_t) big), *lout = malloc(sizeof(int) * (size_t) big);
+    for (int it = 0; it < rounds && MPI_SUCCESS == rc; it++) {
+        MPI_Request rb, ri;
+        for (int i = 0; i < big; i++) {
+            lin[i] = ival(me, it, i);
+        }
+        int iin = ival(me, it, 0), iout = 0, bin = ival(me, it, 1), bout = 0;
+        for (int i = 0; i < 3; i++) {
+            pin[i] = ival(me, it, 2 + i);
+        }
+        rc |= MPI_Iallreduce(lin, lout, big, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &rb);
+        if (0 != me) {
+            rc |= MPI_Wait(&rb, MPI_STATUS_IGNORE);
+        }
+        rc |= MPI_Start(&pz);
+        rc |= MPI_Iallreduce(&iin, &iout, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &ri);
+        rc |= MPI_Start(&ps);
+        rc |= MPI_Allreduce(&bin, &bout, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        if (0 == me) {
+            rc |= MPI_Wait(&rb, MPI_STATUS_IGNORE);
+        }
+        rc |= MPI_Wait(&pz, MPI_STATUS_IGNORE);
+        rc |= MPI_Wait(&ri, MPI_STATUS_IGNORE);
+        rc |= MPI_Wait(&ps, MPI_STATUS_IGNORE);
+        bad += check_sum(&iout, it, 1) >= 0;
+        bad += check_sum(lout, it, big) >= 0;
+        int wb = 0, wp[3] = { 0, 0, 0 };
+        for (int r = 0; r < np; r++) {
+            wb += ival(r, it, 1);
+            for (int i = 0; i < 3; i++) {
+                wp[i] += ival(r, it, 2 + i);
+            }
+        }
+        bad += wb != bout;
+        for (int i = 0; i < 3; i++) {
+            bad += wp[i] != pout[i];
+        }
+    }
+    free(lin);
+    free(lout);
+    rc |= MPI_Request_free(&pz);
+    rc |= MPI_Request_free(&ps);
+    t_check(MPI_SUCCESS == rc && 0 == bad,
+            "uneven starts: rc=%d, %d wrong results over %d rounds", rc, bad, rounds);
+}
+
 /* ---- (d) Request_free and Cancel ------------------------------------------------ */
 
 /* Which calls coll/offload itself serves: with --expect-offload on 2+ ranks
@@ -1153,6 +1215,7 @@ int main(int argc, char **argv)
     t_section_end();
     t_section_begin("(c) blocking and nonblocking mixed");
     test_mixed();
+    test_uneven();
     t_section_end();
     t_section_begin("(d) Request_free, Cancel");
     test_free_cancel();
