@@ -11,7 +11,9 @@
  *   (b) 32 outstanding on one communicator (Waitall) and 32 spread over four
  *       (posted in a per-rank order, completed with Testany / Waitany in a
  *       shuffled order);
- *   (c) blocking and nonblocking calls interleaved on one communicator;
+ *   (c) blocking and nonblocking calls interleaved on one communicator; small
+ *       calls started while one rank still has a large call outstanding and the
+ *       others do not (each takes a different path into the same calls);
  *   (d) MPI_Request_free of active requests: the operation still completes;
  *       MPI_Cancel fails with MPI_ERR_REQUEST and the request completes;
  *   (e) persistent: MPIX_*_init, 1000 x MPI_Start/Wait with checks, Startall of
