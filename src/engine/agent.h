@@ -27,7 +27,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-enum { OFL_AGENT_BATCH, OFL_AGENT_NORMAL, OFL_AGENT_RT };
+/* Scheduling classes of the agent thread (see sched_class); 0, the normal
+ * class, is what ofl_agent_init leaves. */
+enum { OFL_AGENT_NORMAL, OFL_AGENT_BATCH, OFL_AGENT_RT };
 
 typedef struct ofl_agent_item ofl_agent_item_t;
 
