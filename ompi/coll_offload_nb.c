@@ -209,6 +209,14 @@ static inline void inst_post(mca_coll_offload_module_t *m, mca_coll_offload_req_
     }
 }
 
+static inline uint64_t cursor_sum(const ofl_inst_t *inst);
+
+/* A number that grows whenever a posted call moves (the executor's idle test). */
+static inline uint64_t inst_mark(const mca_coll_offload_req_t *r)
+{
+    return r->board ? (uint64_t) (r->bc.posted + r->bc.missing) : cursor_sum(&r->inst);
+}
+
 static inline uint64_t cursor_sum(const ofl_inst_t *inst)
 {
     uint64_t s = 0;
@@ -346,8 +354,7 @@ static int module_progress(ofl_agent_item_t *item)
             worked++;
             continue;
         }
-        uint64_t before = r->board ? (uint64_t) (r->bc.posted + r->bc.missing)
-                                   : cursor_sum(&r->inst);
+        uint64_t before = inst_mark(r);
         int done = inst_progress(r);
         if (OPAL_UNLIKELY(done < 0)) {
             /* A read of a peer's memory failed: this call cannot complete, and
@@ -370,8 +377,7 @@ static int module_progress(ofl_agent_item_t *item)
             }
             continue;
         }
-        if ((r->board ? (uint64_t) (r->bc.posted + r->bc.missing) : cursor_sum(&r->inst))
-            != before) {
+        if (inst_mark(r) != before) {
             worked++;
         }
         break;

@@ -154,37 +154,52 @@ void mca_coll_offload_report(mca_coll_offload_module_t *m, const char *what,
     }
 }
 
-static int run(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_t *prog,
-               ofl_call_t *call, struct ompi_communicator_t *comm)
+/* Count (and at verbose >= 10 explain) an offloaded blocking call. */
+static inline void offload_note(ofl_coll_t coll, const ofl_call_t *call, const char *how,
+                                struct ompi_communicator_t *comm)
 {
     mca_coll_offload_component_t *c = &mca_coll_offload_component;
     c->offloaded[coll]++;
     if (OPAL_UNLIKELY(c->params.verbose >= 10)) {
-        opal_output(c->output, "coll:offload: %s %s %zu B: offload", comm->c_name,
-                    ofl_coll_name(coll), call->count * call->elem);
+        opal_output(c->output, "coll:offload: %s %s %zu B: offload%s", comm->c_name,
+                    ofl_coll_name(coll), call->count * call->elem, how);
     }
-    call->seg_bytes = mca_coll_offload_segment(prog, call->count * call->elem);
+}
+
+/* Nonblocking calls are outstanding: a blocking call (program or board) queues
+ * behind them and runs under the executor lock (coll_offload_nb.c). */
+static int run_queued(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_t *prog,
+                      const ofl_call_t *call, int board, struct ompi_communicator_t *comm)
+{
     int who = -1, cnt = OFL_CNT_DATA * OFL_CHANNELS, error = 0;
     uint64_t have = 0;
     int64_t need = 0;
-    int peer = -1;
-    ofl_wait_status_t st;
-    if (OPAL_UNLIKELY(0 != __atomic_load_n(&m->nactive, __ATOMIC_ACQUIRE))) {
-        /* Nonblocking calls are outstanding: this one queues behind them and
-         * runs under the executor lock (coll_offload_nb.c). */
-        st = mca_coll_offload_nb_blocking(m, prog, call, 0, &who, &cnt, &have, &need, &error);
-        if (OPAL_LIKELY(OFL_WAIT_OK == st)) {
-            return OMPI_SUCCESS;
-        }
-        mca_coll_offload_report(m, mpi_names[coll], comm, st, who, cnt, have, need, error);
-        return MPI_ERR_OTHER;
+    ofl_wait_status_t st = mca_coll_offload_nb_blocking(m, prog, call, board, &who, &cnt, &have,
+                                                        &need, &error);
+    if (OPAL_LIKELY(OFL_WAIT_OK == st)) {
+        return OMPI_SUCCESS;
     }
+    mca_coll_offload_report(m, mpi_names[coll], comm, st, who, cnt, have, need, error);
+    return MPI_ERR_OTHER;
+}
+
+static int run(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_t *prog,
+               ofl_call_t *call, struct ompi_communicator_t *comm)
+{
+    offload_note(coll, call, "", comm);
+    call->seg_bytes = mca_coll_offload_segment(prog, call->count * call->elem);
+    if (OPAL_UNLIKELY(0 != __atomic_load_n(&m->nactive, __ATOMIC_ACQUIRE))) {
+        return run_queued(m, coll, prog, call, 0, comm);
+    }
+    int who = -1, cnt = OFL_CNT_DATA * OFL_CHANNELS, peer = -1;
+    uint64_t have = 0;
+    int64_t need = 0;
+    ofl_wait_status_t st;
     ofl_engine_post(&m->inst, prog, &m->nic.base, &m->edges, call);
     if (OPAL_LIKELY(ofl_engine_progress(&m->inst) > 0)) {
         return OMPI_SUCCESS;
     }
-    ofl_wait_opts_t opts = ofl_glue_wait_opts(&c->params);
-    st = ofl_engine_wait(&m->inst, &opts, &peer);
+    st = ofl_engine_wait(&m->inst, &m->wait_opts, &peer);
     if (OPAL_LIKELY(OFL_WAIT_OK == st)) {
         return OMPI_SUCCESS;
     }
@@ -202,27 +217,12 @@ static int run(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_
 static int run_board(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_call_t *call,
                      struct ompi_communicator_t *comm)
 {
-    mca_coll_offload_component_t *c = &mca_coll_offload_component;
-    c->offloaded[coll]++;
-    if (OPAL_UNLIKELY(c->params.verbose >= 10)) {
-        opal_output(c->output, "coll:offload: %s %s %zu B: offload (board)", comm->c_name,
-                    ofl_coll_name(coll), call->count * call->elem);
+    offload_note(coll, call, " (board)", comm);
+    if (OPAL_UNLIKELY(0 != __atomic_load_n(&m->nactive, __ATOMIC_ACQUIRE))) {
+        /* a board call may post only once those are done (board.h) */
+        return run_queued(m, coll, NULL, call, 1, comm);
     }
     int peer = -1;
-    if (OPAL_UNLIKELY(0 != __atomic_load_n(&m->nactive, __ATOMIC_ACQUIRE))) {
-        /* Behind outstanding nonblocking calls, as in run(): the board call
-         * may post only once they are done (board.h). */
-        int cnt = OFL_CNT_DATA * OFL_CHANNELS, error = 0;
-        uint64_t have = 0;
-        int64_t need = 0;
-        ofl_wait_status_t st = mca_coll_offload_nb_blocking(m, NULL, call, 1, &peer, &cnt,
-                                                            &have, &need, &error);
-        if (OPAL_LIKELY(OFL_WAIT_OK == st)) {
-            return OMPI_SUCCESS;
-        }
-        mca_coll_offload_report(m, mpi_names[coll], comm, st, peer, cnt, have, need, error);
-        return MPI_ERR_OTHER;
-    }
     uint64_t seq = ++m->board_seq;
     ofl_wait_status_t st = ofl_board_allreduce(&m->nic.base, seq, call->send, call->recv,
                                                call->count, call->elem, call->fn, &m->wait_opts,
