@@ -316,6 +316,16 @@ int mca_coll_offload_map(struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                          ofl_alu_fn *fn, size_t *elem);
 int mca_coll_offload_map_kind(struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                               ofl_op_t *o, ofl_type_t *t);
+/* Predefined datatypes that could not be told apart from another of the same id
+ * (not offloaded); 0 on Open MPI 4.1. */
+int mca_coll_offload_types_overflow(void);
+/* The op to hand the layer below for (dtype, op): `op` itself, except for 8- and
+ * 16-bit integer MPI_SUM/MPI_PROD, which get a user op over the ALU's wrapping
+ * kernels (stock op/avx saturates them). Each module holds a reference on those
+ * ops from construction to destruction. */
+struct ompi_op_t *mca_coll_offload_below_op(struct ompi_datatype_t *dtype, struct ompi_op_t *op);
+void mca_coll_offload_wrap_ops_retain(void);
+void mca_coll_offload_wrap_ops_release(void);
 
 END_C_DECLS
 

@@ -46,6 +46,12 @@ static int offload_open(void)
     c->output = opal_output_open(NULL);
     opal_output_set_verbosity(c->output, c->params.verbose);
     mca_coll_offload_types_init();
+    if (0 != mca_coll_offload_types_overflow()) {
+        opal_output_verbose(1, c->output,
+                            "coll:offload: %d predefined datatype(s) share an internal id with "
+                            "too many others and are never offloaded",
+                            mca_coll_offload_types_overflow());
+    }
     return ofl_glue_parse_policies(c);
 }
 

@@ -73,6 +73,7 @@ static void hier_construct(hier_module_t *h)
     memset((char *) h + sizeof(h->super), 0, sizeof(*h) - sizeof(h->super));
     h->local = MPI_COMM_NULL;
     h->leaders = MPI_COMM_NULL;
+    mca_coll_offload_wrap_ops_retain();
 }
 
 static void net_release(hier_module_t *h)
@@ -112,6 +113,7 @@ static void hier_destruct(hier_module_t *h)
     if (NULL != h->prev_barrier_module) {
         OBJ_RELEASE(h->prev_barrier_module);
     }
+    mca_coll_offload_wrap_ops_release();
 }
 
 static OBJ_CLASS_INSTANCE(hier_module_t, mca_coll_base_module_t, hier_construct, hier_destruct);
@@ -443,20 +445,25 @@ static int hier_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_d
         if (HIER_SETTING_UP != h->state) {
             mca_coll_offload_note(OFL_KIND_BLOCKING, OFL_COLL_ALLREDUCE, why, bytes, comm);
         }
-        return h->prev_allreduce(sbuf, rbuf, count, dtype, op, comm, h->prev_allreduce_module);
+        return h->prev_allreduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
+                                 comm, h->prev_allreduce_module);
     }
     mca_coll_offload_note(OFL_KIND_BLOCKING, OFL_COLL_ALLREDUCE, OFL_R_OFFLOAD, bytes, comm);
     ompi_communicator_t *lo = h->local;
     /* With the leaders on the NIC's ALU, the node combines with it too. */
     mca_coll_base_module_reduce_fn_t node_reduce = lo->c_coll->coll_reduce;
+    /* Our own node module maps the op itself; anything else gets the wrapping one. */
+    struct ompi_op_t *lo_op = mca_coll_offload_reduce == node_reduce
+                                  ? op
+                                  : mca_coll_offload_below_op(dtype, op);
     if (h->net_ready && mca_coll_offload_reduce == node_reduce) {
         node_reduce = mca_coll_offload_reduce_node;
     }
     if (0 == h->lrank) {
-        rc = node_reduce(sbuf, rbuf, count, dtype, op, 0, lo, lo->c_coll->coll_reduce_module);
+        rc = node_reduce(sbuf, rbuf, count, dtype, lo_op, 0, lo, lo->c_coll->coll_reduce_module);
     } else {
         /* Not the node's root: the receive buffer plays no part. */
-        rc = node_reduce(MPI_IN_PLACE == sbuf ? rbuf : sbuf, NULL, count, dtype, op, 0, lo,
+        rc = node_reduce(MPI_IN_PLACE == sbuf ? rbuf : sbuf, NULL, count, dtype, lo_op, 0, lo,
                          lo->c_coll->coll_reduce_module);
     }
     if (OMPI_SUCCESS == rc && MPI_COMM_NULL != h->leaders) {
@@ -476,7 +483,8 @@ static int hier_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_d
             call.count = (size_t) count;
             rc = net_run(h, &h->net_allreduce, &call, "MPI_Allreduce");
         } else {
-            rc = up->c_coll->coll_allreduce(MPI_IN_PLACE, rbuf, count, dtype, op, up,
+            rc = up->c_coll->coll_allreduce(MPI_IN_PLACE, rbuf, count, dtype,
+                                            mca_coll_offload_below_op(dtype, op), up,
                                             up->c_coll->coll_allreduce_module);
         }
     }
@@ -521,7 +529,8 @@ static int hier_reduce(const void *sbuf, void *rbuf, int count, struct ompi_data
         if (HIER_SETTING_UP != h->state) {
             mca_coll_offload_note(OFL_KIND_BLOCKING, OFL_COLL_REDUCE, why, bytes, comm);
         }
-        return h->prev_reduce(sbuf, rbuf, count, dtype, op, root, comm, h->prev_reduce_module);
+        return h->prev_reduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op), root,
+                              comm, h->prev_reduce_module);
     }
     mca_coll_offload_note(OFL_KIND_BLOCKING, OFL_COLL_REDUCE, OFL_R_OFFLOAD, bytes, comm);
     int rank = ompi_comm_rank(comm);
@@ -539,20 +548,24 @@ static int hier_reduce(const void *sbuf, void *rbuf, int count, struct ompi_data
         nomem = NULL == acc;
     }
     const void *in = (rank == root && MPI_IN_PLACE == sbuf) ? rbuf : sbuf;
+    struct ompi_op_t *lo_op = mca_coll_offload_reduce == lo->c_coll->coll_reduce
+                                  ? op
+                                  : mca_coll_offload_below_op(dtype, op);
     if (0 == h->lrank) {
         rc = lo->c_coll->coll_reduce(rank == root && MPI_IN_PLACE == sbuf ? MPI_IN_PLACE : in,
-                                     acc, count, dtype, op, 0, lo,
+                                     acc, count, dtype, lo_op, 0, lo,
                                      lo->c_coll->coll_reduce_module);
     } else {
-        rc = lo->c_coll->coll_reduce(in, NULL, count, dtype, op, 0, lo,
+        rc = lo->c_coll->coll_reduce(in, NULL, count, dtype, lo_op, 0, lo,
                                      lo->c_coll->coll_reduce_module);
     }
     if (OMPI_SUCCESS == rc && MPI_COMM_NULL != h->leaders) {
         ompi_communicator_t *up = h->leaders;
         int is_root_leader = my_node == root_node;
         rc = up->c_coll->coll_reduce(is_root_leader ? MPI_IN_PLACE : acc,
-                                     is_root_leader ? acc : NULL, count, dtype, op, root_node,
-                                     up, up->c_coll->coll_reduce_module);
+                                     is_root_leader ? acc : NULL, count, dtype,
+                                     mca_coll_offload_below_op(dtype, op), root_node, up,
+                                     up->c_coll->coll_reduce_module);
     }
     if (OMPI_SUCCESS == rc && my_node == root_node && 0 != root_lrank) {
         /* The root is not its node's leader: one local message carries it. */

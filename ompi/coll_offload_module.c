@@ -32,6 +32,7 @@ static void module_construct(mca_coll_offload_module_t *m)
     m->super.coll_bcast_init = mca_coll_offload_bcast_init;
     m->super.coll_barrier_init = mca_coll_offload_barrier_init;
     mca_coll_offload_nb_module_init(m);
+    mca_coll_offload_wrap_ops_retain();
 }
 
 static void release_nic(mca_coll_offload_module_t *m)
@@ -94,6 +95,7 @@ static void module_destruct(mca_coll_offload_module_t *m)
     RELEASE_PREV(m, reduce_init);
     RELEASE_PREV(m, bcast_init);
     RELEASE_PREV(m, barrier_init);
+    mca_coll_offload_wrap_ops_release();
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_offload_module_t, mca_coll_base_module_t, module_construct,

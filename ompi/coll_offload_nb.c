@@ -1404,7 +1404,8 @@ int mca_coll_offload_iallreduce(const void *sbuf, void *rbuf, int count,
                        op, 0, NULL, request, &why);
     if (fell_back(why, OFL_KIND_NONBLOCKING, OFL_COLL_ALLREDUCE,
                   (size_t) count * dtype->super.size, comm)) {
-        return m->prev_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
+        return m->prev_iallreduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
+                                  comm, request,
                                   m->prev_iallreduce_module);
     }
     return rc;
@@ -1421,7 +1422,8 @@ int mca_coll_offload_ireduce(const void *sbuf, void *rbuf, int count,
                        root, NULL, request, &why);
     if (fell_back(why, OFL_KIND_NONBLOCKING, OFL_COLL_REDUCE,
                   (size_t) count * dtype->super.size, comm)) {
-        return m->prev_ireduce(sbuf, rbuf, count, dtype, op, root, comm, request,
+        return m->prev_ireduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
+                               root, comm, request,
                                m->prev_ireduce_module);
     }
     return rc;
@@ -1486,7 +1488,8 @@ int mca_coll_offload_allreduce_init(const void *sbuf, void *rbuf, int count,
         return rc;
     }
     ompi_request_t *inner = NULL;
-    rc = m->prev_allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, &inner,
+    rc = m->prev_allreduce_init(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
+                                comm, info, &inner,
                                 m->prev_allreduce_init_module);
     return persistent_fallback(m, comm, OFL_COLL_ALLREDUCE, why, rc, inner, sbuf, rbuf, count,
                                dtype, op, 0, request);
@@ -1505,7 +1508,8 @@ int mca_coll_offload_reduce_init(const void *sbuf, void *rbuf, int count,
         return rc;
     }
     ompi_request_t *inner = NULL;
-    rc = m->prev_reduce_init(sbuf, rbuf, count, dtype, op, root, comm, info, &inner,
+    rc = m->prev_reduce_init(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
+                             root, comm, info, &inner,
                              m->prev_reduce_init_module);
     return persistent_fallback(m, comm, OFL_COLL_REDUCE, why, rc, inner, sbuf, rbuf, count,
                                dtype, op, root, request);

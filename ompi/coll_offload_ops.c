@@ -358,7 +358,8 @@ int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
     }
     if (R_OFFLOAD != reason) {
         fallback_note(OFL_COLL_ALLREDUCE, reason, (size_t) count * dtype->super.size, comm);
-        return m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm, m->prev_allreduce_module);
+        return m->prev_allreduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
+                                 comm, m->prev_allreduce_module);
     }
     call.send = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf;
     call.recv = rbuf;
@@ -385,7 +386,8 @@ static int reduce_impl(const void *sbuf, void *rbuf, int count, struct ompi_data
          * op (the size a mapped call would have is this one, or it falls back
          * anyway). */
         fallback_note(OFL_COLL_REDUCE, R_POLICY, bytes, comm);
-        return m->prev_reduce(sbuf, rbuf, count, dtype, op, root, comm, m->prev_reduce_module);
+        return m->prev_reduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op), root,
+                              comm, m->prev_reduce_module);
     }
     ofl_call_t call = { 0 };
     ofl_alg_t alg;
@@ -398,7 +400,8 @@ static int reduce_impl(const void *sbuf, void *rbuf, int count, struct ompi_data
     }
     if (R_OFFLOAD != reason) {
         fallback_note(OFL_COLL_REDUCE, reason, (size_t) count * dtype->super.size, comm);
-        return m->prev_reduce(sbuf, rbuf, count, dtype, op, root, comm, m->prev_reduce_module);
+        return m->prev_reduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op), root,
+                              comm, m->prev_reduce_module);
     }
     call.send = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf;
     call.recv = rbuf;

@@ -6,16 +6,33 @@
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/op/op.h"
 
+#include <pthread.h>
+
 #define TYPE_SLOTS 256
+#define TYPE_BUCKET 4
 
-/* ofl type + 1 per predefined datatype id (0: not offloaded) */
-static uint8_t type_of_id[TYPE_SLOTS];
-/* MPI_BYTE is only for the bitwise ops, although it maps to uint8 */
-static int byte_id = -1;
+/* Predefined datatypes by identity, bucketed by id. Open MPI 4.1 gives several
+ * predefined datatypes one id (MPI_BYTE, MPI_UNSIGNED_CHAR and MPI_UINT8_T share
+ * one; MPI_CHAR shares MPI_INT8_T's): the id only narrows the search, the
+ * object's address decides. */
+typedef struct {
+    const ompi_datatype_t *dt;
+    uint8_t type;          /* ofl_type_t */
+    uint8_t ops;           /* which ops MPI defines on it: KNOWN_* */
+} known_type_t;
 
-static void map_type(ompi_datatype_t *dt, ofl_type_t t)
+enum {
+    KNOWN_ALL,      /* every op the ALU has for its type */
+    KNOWN_BITWISE,  /* MPI_BYTE: BAND, BOR, BXOR */
+    KNOWN_NONE      /* MPI_CHAR: no reduction op in MPI (Open MPI computes it as int8) */
+};
+
+static known_type_t known[TYPE_SLOTS][TYPE_BUCKET];
+static int known_overflow;
+
+static void map_type_as(ompi_datatype_t *dt, ofl_type_t t, int ops)
 {
-    if (dt->id < 0 || dt->id >= TYPE_SLOTS) {
+    if (OFL_T_COUNT == t || dt->id < 0 || dt->id >= TYPE_SLOTS) {
         return;
     }
     ptrdiff_t lb, extent;
@@ -25,12 +42,49 @@ static void map_type(ompi_datatype_t *dt, ofl_type_t t)
     if (0 != lb || (size_t) extent != ofl_type_size(t)) {
         return;
     }
-    type_of_id[dt->id] = (uint8_t) (t + 1);
+    known_type_t *b = known[dt->id];
+    for (int i = 0; i < TYPE_BUCKET; ++i) {
+        if (NULL == b[i].dt || dt == b[i].dt) {
+            b[i].dt = dt;
+            b[i].type = (uint8_t) t;
+            b[i].ops = (uint8_t) ops;
+            return;
+        }
+    }
+    /* More datatypes on one id than a bucket holds: that one is not offloaded
+     * (never mistaken for another). */
+    known_overflow++;
+}
+
+static void map_type(ompi_datatype_t *dt, ofl_type_t t)
+{
+    map_type_as(dt, t, KNOWN_ALL);
+}
+
+/* The ALU type of a predefined datatype, or NULL when it has none. */
+static inline const known_type_t *known_type(const ompi_datatype_t *dt)
+{
+    if (dt->id < 0 || dt->id >= TYPE_SLOTS) {
+        return NULL;
+    }
+    const known_type_t *b = known[dt->id];
+    for (int i = 0; i < TYPE_BUCKET && NULL != b[i].dt; ++i) {
+        if (dt == b[i].dt) {
+            return &b[i];
+        }
+    }
+    return NULL;
+}
+
+int mca_coll_offload_types_overflow(void)
+{
+    return known_overflow;
 }
 
 void mca_coll_offload_types_init(void)
 {
-    memset(type_of_id, 0, sizeof(type_of_id));
+    memset(known, 0, sizeof(known));
+    known_overflow = 0;
     map_type(MPI_INT8_T, OFL_T_INT8);
     map_type(MPI_UINT8_T, OFL_T_UINT8);
     map_type(MPI_INT16_T, OFL_T_INT16);
@@ -64,8 +118,8 @@ void mca_coll_offload_types_init(void)
     map_type(MPI_2INT, OFL_T_2INT);
     map_type(MPI_SHORT_INT, OFL_T_SHORT_INT);
     map_type(MPI_LONG_DOUBLE_INT, OFL_T_LONG_DOUBLE_INT);
-    map_type(MPI_BYTE, OFL_T_UINT8);
-    byte_id = MPI_BYTE->id;
+    map_type_as(MPI_BYTE, OFL_T_UINT8, KNOWN_BITWISE);
+    map_type_as(MPI_CHAR, (char) -1 < 0 ? OFL_T_INT8 : OFL_T_UINT8, KNOWN_NONE);
 }
 
 static int ofl_op_of(const ompi_op_t *op)
@@ -110,7 +164,7 @@ int mca_coll_offload_map_kind(struct ompi_datatype_t *dtype, struct ompi_op_t *o
     int reason = mca_coll_offload_map(dtype, op, &fn, &elem);
     if (0 == reason) {
         *o = (ofl_op_t) ofl_op_of(op);
-        *t = (ofl_type_t) (type_of_id[dtype->id] - 1);
+        *t = (ofl_type_t) known_type(dtype)->type;
     }
     return reason;
 }
@@ -128,18 +182,104 @@ int mca_coll_offload_map(struct ompi_datatype_t *dtype, struct ompi_op_t *op, of
     if (o < 0) {
         return 1;
     }
-    if (!ompi_datatype_is_predefined(dtype) || dtype->id < 0 || dtype->id >= TYPE_SLOTS
-        || 0 == type_of_id[dtype->id]) {
+    const known_type_t *k = ompi_datatype_is_predefined(dtype) ? known_type(dtype) : NULL;
+    if (NULL == k) {
         return 2;
     }
-    if (dtype->id == byte_id && o != OFL_OP_BAND && o != OFL_OP_BOR && o != OFL_OP_BXOR) {
+    if (KNOWN_NONE == k->ops
+        || (KNOWN_BITWISE == k->ops && o != OFL_OP_BAND && o != OFL_OP_BOR && o != OFL_OP_BXOR)) {
         return 3;
     }
-    ofl_type_t t = (ofl_type_t) (type_of_id[dtype->id] - 1);
+    ofl_type_t t = (ofl_type_t) k->type;
     *fn = ofl_alu_lookup((ofl_op_t) o, t);
     if (NULL == *fn) {
         return 3;
     }
     *elem = ofl_type_size(t);
     return 0;
+}
+
+/*
+ * 8- and 16-bit integer sums and products for the layer below.
+ *
+ * Stock op/avx saturates them (open-mpi/ompi#8045), and calls this component hands
+ * down (policy, size, no NIC, the leaders' level across nodes) would reach it. MPI
+ * and C say they wrap, and the ALU's kernels do: the layer below gets a
+ * commutative user op over the same kernels instead of MPI_SUM/MPI_PROD. One op per
+ * process, created by the first module and released with the last.
+ */
+static pthread_mutex_t wrap_lock = PTHREAD_MUTEX_INITIALIZER;
+static ompi_op_t *wrap_op[2];   /* SUM, PROD */
+static int wrap_refs;
+
+static inline void wrap_apply(ofl_op_t o, ompi_op_t *intrinsic, void *in, void *inout,
+                              int *len, struct ompi_datatype_t **dt)
+{
+    const known_type_t *k = ompi_datatype_is_predefined(*dt) ? known_type(*dt) : NULL;
+    ofl_alu_fn fn = NULL != k ? ofl_alu_lookup(o, (ofl_type_t) k->type) : NULL;
+    if (OPAL_UNLIKELY(NULL == fn || *len < 0)) {
+        /* Only predefined narrow integers are ever handed this op; anything else
+         * gets the intrinsic op's own answer. */
+        ompi_op_reduce(intrinsic, in, inout, (size_t) (*len > 0 ? *len : 0), *dt);
+        return;
+    }
+    fn(inout, in, inout, (size_t) *len);
+}
+
+static void wrap_sum(void *in, void *inout, int *len, struct ompi_datatype_t **dt)
+{
+    wrap_apply(OFL_OP_SUM, &ompi_mpi_op_sum.op, in, inout, len, dt);
+}
+
+static void wrap_prod(void *in, void *inout, int *len, struct ompi_datatype_t **dt)
+{
+    wrap_apply(OFL_OP_PROD, &ompi_mpi_op_prod.op, in, inout, len, dt);
+}
+
+void mca_coll_offload_wrap_ops_retain(void)
+{
+    pthread_mutex_lock(&wrap_lock);
+    if (0 == wrap_refs++) {
+        wrap_op[0] = ompi_op_create_user(true, (ompi_op_fortran_handler_fn_t *) wrap_sum);
+        wrap_op[1] = ompi_op_create_user(true, (ompi_op_fortran_handler_fn_t *) wrap_prod);
+    }
+    pthread_mutex_unlock(&wrap_lock);
+}
+
+void mca_coll_offload_wrap_ops_release(void)
+{
+    pthread_mutex_lock(&wrap_lock);
+    if (wrap_refs > 0 && 0 == --wrap_refs) {
+        for (int i = 0; i < 2; ++i) {
+            if (NULL != wrap_op[i]) {
+                OBJ_RELEASE(wrap_op[i]);
+                wrap_op[i] = NULL;
+            }
+        }
+    }
+    pthread_mutex_unlock(&wrap_lock);
+}
+
+struct ompi_op_t *mca_coll_offload_below_op(struct ompi_datatype_t *dtype, struct ompi_op_t *op)
+{
+    int which;
+    if (OPAL_LIKELY(op != &ompi_mpi_op_sum.op && op != &ompi_mpi_op_prod.op)) {
+        return op;
+    }
+    which = (op == &ompi_mpi_op_sum.op) ? 0 : 1;
+    const known_type_t *k = ompi_datatype_is_predefined(dtype) ? known_type(dtype) : NULL;
+    /* MPI_BYTE and MPI_CHAR too: MPI defines no sum on them, Open MPI computes one
+     * as on 8-bit integers, and then it should wrap as well. */
+    if (NULL == k || NULL == wrap_op[which]) {
+        return op;
+    }
+    switch (k->type) {
+    case OFL_T_INT8:
+    case OFL_T_UINT8:
+    case OFL_T_INT16:
+    case OFL_T_UINT16:
+        return wrap_op[which];
+    default:
+        return op;
+    }
 }

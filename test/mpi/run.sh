@@ -2,7 +2,8 @@
 # Runs the MPI-level tests of coll/offload under mpirun and sums their results.
 #
 # Usage: run.sh [BINDIR]
-#   BINDIR          directory holding t_coll, t_fallback, t_leak, t_fault, t_nb, t_nb_mt
+#   BINDIR          directory holding t_coll, t_fallback, t_leak, t_fault, t_nb, t_nb_mt,
+#                   t_net, t_wrap
 #                   (default: this
 #                   script's directory, i.e. run it from the build tree)
 # Environment:
@@ -43,7 +44,7 @@ fi
 expect=""
 [ "$EXPECT_OFFLOAD" = 1 ] && expect="--expect-offload"
 
-for prog in t_coll t_fallback t_leak t_fault t_nb t_nb_mt t_net; do
+for prog in t_coll t_fallback t_leak t_fault t_nb t_nb_mt t_net t_wrap; do
     if [ ! -x "$BINDIR/$prog" ]; then
         echo "run.sh: $BINDIR/$prog not found or not executable (build first, or pass BINDIR)" >&2
         echo "0 passed, 1 failed"
@@ -133,6 +134,11 @@ cluster | cluster-loss)
     run t_coll "$NP" "" --quick $expect
     if [ "$SUITE" = cluster ]; then
         run t_leak "$NP" ""
+        # 8/16-bit sums wrap on the node-aware path too (the leaders' level runs the
+        # layer below over the network), with stock op/avx in place.
+        # shellcheck disable=SC2086
+        COLL_SELECTION=$(echo "$COLL_SELECTION" | sed 's/--mca op \^avx//') \
+            run t_wrap "$NP" "" --quick
         # The leaders' level on the libfabric NIC (provider sockets), from the first call:
         # with a power-of-two number of hosts (HOSTS) the small allreduces and barriers
         # are posted as native triggered operations, and again with them off (software
@@ -174,6 +180,12 @@ for np in 1 2 3 4 7 8; do
         # shellcheck disable=SC2086
         run t_coll "$np" "" $expect
     fi
+done
+# 8/16-bit integer sums and products wrap at every size and on every path, with
+# stock op/avx in place (it saturates them): the selection without "op ^avx".
+for np in 2 3 4 5 6 7 8; do
+    # shellcheck disable=SC2086
+    COLL_SELECTION=$(echo "$COLL_SELECTION" | sed 's/--mca op \^avx//') run t_wrap "$np" "" $expect
 done
 # shellcheck disable=SC2086
 run t_fallback 4 "$LIMIT_ARGS" $expect

@@ -1,0 +1,448 @@
+/*
+ * Integer reductions wrap, whatever path a call takes, and every predefined
+ * datatype is recognised as itself.
+ *
+ * (a) identity: every predefined integer, floating, logical, complex and pair
+ *     type with an op MPI defines on it gives the right answer, and with
+ *     --expect-offload a small allreduce of it is offloaded (MPI_T counters).
+ *     Open MPI 4.1 gives MPI_BYTE, MPI_UNSIGNED_CHAR and MPI_UINT8_T one internal
+ *     id (and MPI_CHAR MPI_INT8_T's): a component that maps types by id takes
+ *     MPI_UNSIGNED_CHAR for MPI_BYTE and never offloads its sums.
+ * (b) wraparound: every integer type x MPI_SUM/MPI_PROD x counts 1..4096 (every
+ *     count for 8- and 16-bit types, a sample for wider ones) through
+ *     MPI_Allreduce and MPI_Reduce (root moving), plus a sample through
+ *     MPI_Iallreduce, MPI_Ireduce and persistent MPIX_Allreduce_init. The result
+ *     must be C's wrapped one (modulo 2^N) at every size, including the sizes the
+ *     component's policy hands to the layer below. Meant to run WITHOUT
+ *     "--mca op ^avx": stock op/avx saturates 8/16-bit sums (open-mpi/ompi#8045),
+ *     so `--mca coll ^offload` fails this test.
+ *
+ * Every rank's contribution to element i is a function of (seed, type, rank, i),
+ * not of the count, so the expected result of element i is computed once per
+ * type and op, independently of MPI.
+ *
+ * Usage: t_wrap [--quick] [--expect-offload] [-v]
+ */
+#include "t_common.h"
+
+#include <mpi-ext.h>
+
+#define MAXCOUNT 4096
+
+typedef struct {
+    const char *name;
+    MPI_Datatype dt;
+    int width;   /* bytes */
+} itype_t;
+
+static int me, np;
+
+static itype_t itypes[32];
+static int n_itypes;
+
+static void add_itype(const char *name, MPI_Datatype dt)
+{
+    int size;
+    MPI_Type_size(dt, &size);
+    itypes[n_itypes].name = name;
+    itypes[n_itypes].dt = dt;
+    itypes[n_itypes].width = size;
+    n_itypes++;
+}
+
+#define ADD(dt) add_itype(#dt, dt)
+
+static void list_itypes(void)
+{
+    ADD(MPI_INT8_T);
+    ADD(MPI_UINT8_T);
+    ADD(MPI_SIGNED_CHAR);
+    ADD(MPI_UNSIGNED_CHAR);
+    ADD(MPI_INT16_T);
+    ADD(MPI_UINT16_T);
+    ADD(MPI_SHORT);
+    ADD(MPI_UNSIGNED_SHORT);
+    ADD(MPI_INT32_T);
+    ADD(MPI_UINT32_T);
+    ADD(MPI_INT);
+    ADD(MPI_UNSIGNED);
+    ADD(MPI_INT64_T);
+    ADD(MPI_UINT64_T);
+    ADD(MPI_LONG);
+    ADD(MPI_UNSIGNED_LONG);
+    ADD(MPI_LONG_LONG);
+    ADD(MPI_UNSIGNED_LONG_LONG);
+    ADD(MPI_AINT);
+    ADD(MPI_OFFSET);
+    ADD(MPI_COUNT);
+}
+
+/* Contribution of `rank` to element i of type t (the low `width` bytes count). */
+static uint64_t contrib(int t, int rank, int i, int prod)
+{
+    uint64_t v = t_hash3(0x7772617000ULL + (uint64_t) t * 2 + (uint64_t) prod,
+                         (uint64_t) rank, (uint64_t) i);
+    if (prod && 0 == (i & 3)) {
+        v |= 1;   /* some odd factors, so that products are not all zero mod 2^N */
+    }
+    return v;
+}
+
+static void store(void *buf, int i, int width, uint64_t v)
+{
+    switch (width) {
+    case 1: ((uint8_t *) buf)[i] = (uint8_t) v; break;
+    case 2: ((uint16_t *) buf)[i] = (uint16_t) v; break;
+    case 4: ((uint32_t *) buf)[i] = (uint32_t) v; break;
+    default: ((uint64_t *) buf)[i] = v; break;
+    }
+}
+
+static uint64_t load(const void *buf, int i, int width)
+{
+    switch (width) {
+    case 1: return ((const uint8_t *) buf)[i];
+    case 2: return ((const uint16_t *) buf)[i];
+    case 4: return ((const uint32_t *) buf)[i];
+    default: return ((const uint64_t *) buf)[i];
+    }
+}
+
+static uint64_t mask_of(int width)
+{
+    return width >= 8 ? ~0ULL : (1ULL << (8 * width)) - 1;
+}
+
+/* The wrapped result of every element: unsigned 64-bit arithmetic truncated to
+ * the type's width is what C gives for both signed (two's complement) and
+ * unsigned N-bit integers. */
+static void reference(int t, int prod, uint64_t *ref)
+{
+    uint64_t mask = mask_of(itypes[t].width);
+    for (int i = 0; i < MAXCOUNT; i++) {
+        uint64_t acc = prod ? 1 : 0;
+        for (int r = 0; r < np; r++) {
+            uint64_t v = contrib(t, r, i, prod) & mask;
+            acc = prod ? acc * v : acc + v;
+        }
+        ref[i] = acc & mask;
+    }
+}
+
+enum { F_ALLREDUCE, F_REDUCE, F_IALLREDUCE, F_IREDUCE, F_PERSISTENT, F_N };
+static const char *form_names[F_N] = { "MPI_Allreduce", "MPI_Reduce", "MPI_Iallreduce",
+                                       "MPI_Ireduce", "MPIX_Allreduce_init" };
+
+static unsigned char sbuf[MAXCOUNT * 8 + 64], rbuf[MAXCOUNT * 8 + 64];
+
+/* One call of `form` with `count` elements; checks the result (and that the
+ * receive buffer past the count is untouched). */
+static void one_call(int form, int t, int prod, int count, const uint64_t *ref)
+{
+    itype_t *it = &itypes[t];
+    MPI_Op op = prod ? MPI_PROD : MPI_SUM;
+    int root = count % np;
+    for (int i = 0; i < count; i++) {
+        store(sbuf, i, it->width, contrib(t, me, i, prod));
+    }
+    memset(rbuf, 0xa5, (size_t) (count + 8) * (size_t) it->width);
+    int rc = MPI_SUCCESS;
+    MPI_Request req;
+    switch (form) {
+    case F_ALLREDUCE:
+        rc = MPI_Allreduce(sbuf, rbuf, count, it->dt, op, MPI_COMM_WORLD);
+        break;
+    case F_REDUCE:
+        rc = MPI_Reduce(sbuf, rbuf, count, it->dt, op, root, MPI_COMM_WORLD);
+        break;
+    case F_IALLREDUCE:
+        rc = MPI_Iallreduce(sbuf, rbuf, count, it->dt, op, MPI_COMM_WORLD, &req);
+        if (MPI_SUCCESS == rc) {
+            rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+        }
+        break;
+    case F_IREDUCE:
+        rc = MPI_Ireduce(sbuf, rbuf, count, it->dt, op, root, MPI_COMM_WORLD, &req);
+        if (MPI_SUCCESS == rc) {
+            rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+        }
+        break;
+    default:
+        rc = MPIX_Allreduce_init(sbuf, rbuf, count, it->dt, op, MPI_COMM_WORLD,
+                                 MPI_INFO_NULL, &req);
+        for (int k = 0; k < 2 && MPI_SUCCESS == rc; k++) {
+            rc = MPI_Start(&req);
+            if (MPI_SUCCESS == rc) {
+                rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+            }
+        }
+        if (MPI_SUCCESS == rc) {
+            rc = MPI_Request_free(&req);
+        }
+        break;
+    }
+    if (!t_check(MPI_SUCCESS == rc, "%s %s %s count %d: error %d", form_names[form], it->name,
+                 prod ? "PROD" : "SUM", count, rc)) {
+        return;
+    }
+    int has_result = !(F_REDUCE == form || F_IREDUCE == form) || me == root;
+    int bad = 0, first = -1;
+    if (has_result) {
+        for (int i = 0; i < count; i++) {
+            if (load(rbuf, i, it->width) != ref[i]) {
+                if (first < 0) {
+                    first = i;
+                }
+                bad++;
+            }
+        }
+    }
+    for (int i = count * it->width; i < (count + 8) * it->width; i++) {
+        bad += rbuf[i] != 0xa5;
+    }
+    if (first >= 0) {
+        t_check(0, "%s %s %s count %d np %d: %d wrong, first [%d] = %llu, want %llu",
+                form_names[form], it->name, prod ? "PROD" : "SUM", count, np, bad, first,
+                (unsigned long long) load(rbuf, first, it->width),
+                (unsigned long long) ref[first]);
+    } else {
+        t_check(0 == bad, "%s %s %s count %d: %d bytes past the count written",
+                form_names[form], it->name, prod ? "PROD" : "SUM", count, bad);
+    }
+}
+
+static int sampled(int count)
+{
+    return count <= 70 || count % 61 == 0 || count == MAXCOUNT || count == MAXCOUNT - 1;
+}
+
+static void test_wrap(void)
+{
+    static uint64_t ref[MAXCOUNT];
+    for (int t = 0; t < n_itypes; t++) {
+        for (int prod = 0; prod < 2; prod++) {
+            reference(t, prod, ref);
+            int narrow = itypes[t].width <= 2;
+            for (int count = 1; count <= MAXCOUNT; count++) {
+                int every = narrow && !t_opt.quick;
+                if (!every && !sampled(count)) {
+                    continue;
+                }
+                one_call(F_ALLREDUCE, t, prod, count, ref);
+                one_call(F_REDUCE, t, prod, count, ref);
+                if (narrow && (count % 13 == 1 || count == MAXCOUNT)) {
+                    one_call(F_IALLREDUCE, t, prod, count, ref);
+                    one_call(F_IREDUCE, t, prod, count, ref);
+                    one_call(F_PERSISTENT, t, prod, count, ref);
+                }
+            }
+        }
+    }
+}
+
+/* ---- (a) identity ---------------------------------------------------------- */
+
+static t_pvar_t pv[1] = { { .name = "coll_offload_allreduce_offloaded" } };
+
+typedef struct {
+    const char *name;
+    MPI_Datatype dt;
+    MPI_Op op;
+    int kind;   /* 0 integer, 1 floating, 2 logical (C _Bool), 3 complex, 4 pair, 5 byte */
+} idcase_t;
+
+static void fill_and_check(const idcase_t *c)
+{
+    /* 8 elements: every type is within the board's 224 bytes */
+    enum { N = 8 };
+    unsigned char in[N * 32], out[N * 32];
+    int size;
+    MPI_Type_size(c->dt, &size);
+    MPI_Aint lb, extent;
+    MPI_Type_get_extent(c->dt, &lb, &extent);
+    memset(in, 0, sizeof(in));
+    memset(out, 0x5a, sizeof(out));
+    for (int i = 0; i < N; i++) {
+        unsigned char *e = in + (size_t) i * (size_t) extent;
+        switch (c->kind) {
+        case 0: case 5: store(e, 0, size, (uint64_t) (200 + me * 3 + i)); break;
+        case 1:
+            if (sizeof(float) == (size_t) size) {
+                *(float *) e = (float) (me + i);
+            } else if (sizeof(double) == (size_t) size) {
+                *(double *) e = (double) (me + i);
+            } else {
+                *(long double *) e = (long double) (me + i);
+            }
+            break;
+        case 2: *(_Bool *) e = (me + i) % 2; break;
+        case 3:
+            if (2 * sizeof(float) == (size_t) size) {
+                ((float *) e)[0] = (float) me;
+                ((float *) e)[1] = (float) i;
+            } else {
+                ((double *) e)[0] = (double) me;
+                ((double *) e)[1] = (double) i;
+            }
+            break;
+        default:
+            /* value first, int index after it; value = (rank + i) % np, index rank */
+            if (MPI_2INT == c->dt) {
+                ((int *) e)[0] = (me + i) % np;
+                ((int *) e)[1] = me;
+            } else if (MPI_SHORT_INT == c->dt) {
+                *(short *) e = (short) ((me + i) % np);
+                *(int *) (e + extent - (MPI_Aint) sizeof(int)) = me;
+            } else if (MPI_LONG_INT == c->dt) {
+                *(long *) e = (me + i) % np;
+                *(int *) (e + sizeof(long)) = me;
+            } else if (MPI_FLOAT_INT == c->dt) {
+                *(float *) e = (float) ((me + i) % np);
+                *(int *) (e + sizeof(float)) = me;
+            } else if (MPI_DOUBLE_INT == c->dt) {
+                *(double *) e = (double) ((me + i) % np);
+                *(int *) (e + sizeof(double)) = me;
+            } else {
+                *(long double *) e = (long double) ((me + i) % np);
+                *(int *) (e + sizeof(long double)) = me;
+            }
+            break;
+        }
+    }
+    unsigned long long before = 0, after = 0;
+    t_pvar_read(&pv[0], &before);
+    int rc = MPI_Allreduce(in, out, N, c->dt, c->op, MPI_COMM_WORLD);
+    t_pvar_read(&pv[0], &after);
+    if (!t_check(MPI_SUCCESS == rc, "identity %s: error %d", c->name, rc)) {
+        return;
+    }
+    if (t_opt.expect_offload && np > 1 && pv[0].found) {
+        t_check(after == before + 1, "identity %s: a small allreduce was not offloaded", c->name);
+    }
+    /* Independent answer for element i. */
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        const unsigned char *e = out + (size_t) i * (size_t) extent;
+        switch (c->kind) {
+        case 0: {
+            uint64_t want = 0;
+            for (int r = 0; r < np; r++) {
+                want += (uint64_t) (200 + r * 3 + i);
+            }
+            bad += load(e, 0, size) != (want & mask_of(size));
+            break;
+        }
+        case 5: {
+            uint64_t want = 0;
+            for (int r = 0; r < np; r++) {
+                want ^= (uint64_t) (200 + r * 3 + i) & 0xff;
+            }
+            bad += load(e, 0, 1) != want;
+            break;
+        }
+        case 1: {
+            long double want = 0;
+            for (int r = 0; r < np; r++) {
+                want += (long double) (r + i);
+            }
+            long double got = sizeof(float) == (size_t) size    ? *(const float *) e
+                              : sizeof(double) == (size_t) size ? *(const double *) e
+                                                                 : *(const long double *) e;
+            bad += got != want;
+            break;
+        }
+        case 2: {
+            int want = 0;
+            for (int r = 0; r < np; r++) {
+                want |= (r + i) % 2;
+            }
+            bad += *(const _Bool *) e != (_Bool) want;
+            break;
+        }
+        case 3: {
+            double re = 0, im = 0;
+            for (int r = 0; r < np; r++) {
+                re += r;
+                im += i;
+            }
+            if (2 * sizeof(float) == (size_t) size) {
+                bad += ((const float *) e)[0] != (float) re || ((const float *) e)[1] != (float) im;
+            } else {
+                bad += ((const double *) e)[0] != re || ((const double *) e)[1] != im;
+            }
+            break;
+        }
+        default: {
+            /* MAXLOC: largest value (np - 1), smallest rank holding it */
+            int want_idx = ((np - 1) - i % np + np) % np;
+            int got_idx = *(const int *) (e + extent - (MPI_Aint) sizeof(int));
+            if (MPI_LONG_INT == c->dt) {
+                got_idx = *(const int *) (e + sizeof(long));
+            } else if (MPI_FLOAT_INT == c->dt) {
+                got_idx = *(const int *) (e + sizeof(float));
+            } else if (MPI_DOUBLE_INT == c->dt) {
+                got_idx = *(const int *) (e + sizeof(double));
+            } else if (MPI_LONG_DOUBLE_INT == c->dt) {
+                got_idx = *(const int *) (e + sizeof(long double));
+            } else if (MPI_2INT == c->dt) {
+                got_idx = ((const int *) e)[1];
+            }
+            bad += got_idx != want_idx;
+            break;
+        }
+        }
+    }
+    t_check(0 == bad, "identity %s: %d of %d elements wrong", c->name, bad, N);
+}
+
+#define IDC(dt, op, kind) { #dt "/" #op, dt, op, kind }
+
+static void test_identity(void)
+{
+    const idcase_t cases[] = {
+        IDC(MPI_INT8_T, MPI_SUM, 0), IDC(MPI_UINT8_T, MPI_SUM, 0),
+        IDC(MPI_SIGNED_CHAR, MPI_SUM, 0), IDC(MPI_UNSIGNED_CHAR, MPI_SUM, 0),
+        IDC(MPI_INT16_T, MPI_SUM, 0), IDC(MPI_UINT16_T, MPI_SUM, 0),
+        IDC(MPI_SHORT, MPI_SUM, 0), IDC(MPI_UNSIGNED_SHORT, MPI_SUM, 0),
+        IDC(MPI_INT32_T, MPI_SUM, 0), IDC(MPI_UINT32_T, MPI_SUM, 0),
+        IDC(MPI_INT, MPI_SUM, 0), IDC(MPI_UNSIGNED, MPI_SUM, 0),
+        IDC(MPI_INT64_T, MPI_SUM, 0), IDC(MPI_UINT64_T, MPI_SUM, 0),
+        IDC(MPI_LONG, MPI_SUM, 0), IDC(MPI_UNSIGNED_LONG, MPI_SUM, 0),
+        IDC(MPI_LONG_LONG, MPI_SUM, 0), IDC(MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0),
+        IDC(MPI_AINT, MPI_SUM, 0), IDC(MPI_OFFSET, MPI_SUM, 0), IDC(MPI_COUNT, MPI_SUM, 0),
+        IDC(MPI_FLOAT, MPI_SUM, 1), IDC(MPI_DOUBLE, MPI_SUM, 1),
+        IDC(MPI_LONG_DOUBLE, MPI_SUM, 1), IDC(MPI_C_BOOL, MPI_LOR, 2),
+        IDC(MPI_C_FLOAT_COMPLEX, MPI_SUM, 3), IDC(MPI_C_DOUBLE_COMPLEX, MPI_SUM, 3),
+        IDC(MPI_2INT, MPI_MAXLOC, 4), IDC(MPI_SHORT_INT, MPI_MAXLOC, 4),
+        IDC(MPI_LONG_INT, MPI_MAXLOC, 4), IDC(MPI_FLOAT_INT, MPI_MAXLOC, 4),
+        IDC(MPI_DOUBLE_INT, MPI_MAXLOC, 4), IDC(MPI_LONG_DOUBLE_INT, MPI_MAXLOC, 4),
+        IDC(MPI_BYTE, MPI_BXOR, 5),
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        fill_and_check(&cases[k]);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    t_init(&argc, &argv, "t_wrap");
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    list_itypes();
+    if (t_opt.expect_offload) {
+        t_pvars_open(pv, 1);
+        t_check(pv[0].found, "performance variable %s not found", pv[0].name);
+    }
+    t_note("t_wrap: %d ranks, %d integer types, counts 1..%d%s\n", np, n_itypes, MAXCOUNT,
+           t_opt.quick ? " (sampled)" : " (every count for 8/16-bit types)");
+    t_section_begin("(a) identity of predefined datatypes");
+    test_identity();
+    t_section_end();
+    t_section_begin("(b) integer SUM/PROD wrap at every size");
+    test_wrap();
+    t_section_end();
+    if (t_opt.expect_offload) {
+        t_pvars_close(pv, 1);
+    }
+    return t_finish();
+}
