@@ -163,7 +163,8 @@ typedef struct {
     struct mca_coll_offload_req *blocking_req;  /* the blocking call's instance */
     int failed;               /* executor's: a fault stopped this NIC for good */
     int fail_status;          /* ofl_wait_status_t, and what was awaited: */
-    int fail_error;           /* -errno of a failed read of a peer's memory */
+    int fail_error;           /* -errno of a failed read of a peer's memory, or
+                                 -EPROTO: a peer's value failed validation */
     int fail_peer;
     int fail_cnt;
     uint64_t fail_have;

@@ -327,6 +327,15 @@ int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicato
         }
         return OMPI_SUCCESS;
     }
+    /* Everybody is attached: from here on the pids come from this rank's own
+     * copy, whatever a peer writes into the header. Every rank wrote its pid
+     * before the agreement, so this fails only on a corrupt header; the
+     * communicator still runs alike on every rank, reading the header's pids
+     * (each checked where it is used). */
+    if (0 != ofl_softnic_seal(&m->nic)) {
+        opal_output(0, "coll:offload: %s: the software NIC's header is corrupt (a rank's pid "
+                    "is missing or out of range)", comm->c_name);
+    }
     m->state = OFL_MOD_READY;
     m->single_copy = all_ok[1];
     m->board = ofl_board_fits(&m->nic.base, 0) && m->size <= p->exchange_max_ranks;

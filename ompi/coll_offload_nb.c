@@ -303,7 +303,7 @@ static void check_head(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r)
     m->fail_have = 0;
     m->fail_need = 0;
     if (r->board) {
-        m->fail_error = 0;
+        m->fail_error = r->bc.error;
         m->fail_need = (int64_t) r->bc.seq;
     } else {
         m->fail_error = r->inst.error;
@@ -357,10 +357,11 @@ static int module_progress(ofl_agent_item_t *item)
         uint64_t before = inst_mark(r);
         int done = inst_progress(r);
         if (OPAL_UNLIKELY(done < 0)) {
-            /* A read of a peer's memory failed: this call cannot complete, and
-             * the NIC state is mid-call, as for a dead peer. */
+            /* A read of a peer's memory failed or a peer's value is corrupt:
+             * this call cannot complete, and the NIC state is mid-call, as for
+             * a dead peer. */
             m->fail_status = OFL_WAIT_FAILED;
-            m->fail_error = r->inst.error;
+            m->fail_error = r->board ? r->bc.error : r->inst.error;
             m->fail_peer = -1;
             m->fail_cnt = 0;
             m->fail_have = 0;

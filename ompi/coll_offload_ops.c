@@ -8,6 +8,7 @@
  */
 #include "coll_offload.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "glue.h"
@@ -133,7 +134,14 @@ void mca_coll_offload_report(mca_coll_offload_module_t *m, const char *what,
                              int cnt, uint64_t have, int64_t need, int error)
 {
     mca_coll_offload_component_t *c = &mca_coll_offload_component;
-    if (OFL_WAIT_FAILED == st) {
+    if (OFL_WAIT_FAILED == st && -EPROTO == error) {
+        opal_output(0,
+                    "coll:offload: %s on communicator %s (cid %u) rank %d: a value a peer "
+                    "wrote into the communicator's NIC (a counter, reference, board line or "
+                    "the poison mark) is out of range: corrupt shared state; returning "
+                    "MPI_ERR_OTHER",
+                    what, comm->c_name, comm->c_contextid, m->rank);
+    } else if (OFL_WAIT_FAILED == st) {
         opal_output(0,
                     "coll:offload: %s on communicator %s (cid %u) rank %d: reading a peer's "
                     "memory failed (%s); returning MPI_ERR_OTHER",
@@ -231,8 +239,9 @@ static int run_board(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_ca
         return OMPI_SUCCESS;
     }
     m->state = OFL_MOD_DISABLED;
+    /* a board call fails only on a corrupt value (board.h) */
     mca_coll_offload_report(m, mpi_names[coll], comm, st, peer, OFL_CNT_DATA * OFL_CHANNELS,
-                            0, (int64_t) seq, 0);
+                            0, (int64_t) seq, OFL_WAIT_FAILED == st ? -EPROTO : 0);
     return MPI_ERR_OTHER;
 }
 

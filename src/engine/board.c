@@ -3,6 +3,7 @@
  */
 #include "engine/board.h"
 
+#include <errno.h>
 #include <string.h>
 
 void ofl_board_prepare(ofl_board_call_t *c, ofl_nic_t *nic, uint64_t seq, const void *send,
@@ -17,19 +18,24 @@ void ofl_board_prepare(ofl_board_call_t *c, ofl_nic_t *nic, uint64_t seq, const 
     c->fn = fn;
     c->posted = 0;
     c->missing = 0;
+    c->error = 0;
 }
 
-/* Collect the payloads in rank order; 1 once all are there. */
+/* Collect the payloads in rank order; 1 once all are there, -1 on a corrupt line. */
 static int gather(ofl_board_call_t *c)
 {
     ofl_nic_t *nic = c->nic;
     size_t len = c->count * c->elem;
     for (; c->missing < nic->size; ++c->missing) {
-        const void *p = nic->ops->board_read(nic, c->missing, c->seq, len, c->tmp[c->missing]);
-        if (NULL == p) {
+        int rc = nic->ops->board_read(nic, c->missing, c->seq, len, c->tmp[c->missing],
+                                      &c->in[c->missing]);
+        if (rc <= 0) {
+            if (rc < 0) {
+                c->error = rc;
+                return -1;
+            }
             return 0;
         }
-        c->in[c->missing] = p;
     }
     return 1;
 }
@@ -41,8 +47,12 @@ int ofl_board_progress(ofl_board_call_t *c)
         nic->ops->board_post(nic, c->seq, c->send, c->count * c->elem);
         c->posted = 1;
     }
-    if (!gather(c)) {
-        return 0;
+    if (c->error) {
+        return -1;
+    }
+    int got = gather(c);
+    if (got <= 0) {
+        return got;
     }
     if (0 == c->count) {
         return 1;
@@ -68,7 +78,20 @@ ofl_wait_status_t ofl_board_check(ofl_board_call_t *c, double waited_s, double t
         *peer = dead;
         return OFL_WAIT_PEER_DEAD;
     }
-    if (!c->posted || gather(c)) {
+    if (OFL_NIC_CORRUPT == dead) {
+        c->error = -EPROTO;
+        *peer = -1;
+        return OFL_WAIT_FAILED;
+    }
+    if (!c->posted) {
+        return OFL_WAIT_OK;
+    }
+    int got = gather(c);
+    if (got != 0) {
+        if (got < 0) {
+            *peer = c->missing;
+            return OFL_WAIT_FAILED;
+        }
         return OFL_WAIT_OK;
     }
     if (!nic->ops->peer_alive(nic, c->missing)) {

@@ -47,6 +47,7 @@ typedef struct {
     ofl_alu_fn fn;
     int posted;
     int missing;              /* lowest rank whose payload is not in yet, or size */
+    int error;                /* 0, or -EPROTO: a peer's line is corrupt (nic.h) */
     const void *in[OFL_BOARD_MAX_RANKS];
     _Alignas(64) unsigned char tmp[OFL_BOARD_MAX_RANKS][OFL_BOARD_MAX_LINES
                                                         * OFL_BOARD_LINE_BYTES];
@@ -62,20 +63,24 @@ static inline void ofl_board_rearm(ofl_board_call_t *c, uint64_t seq)
     c->seq = seq;
     c->posted = 0;
     c->missing = 0;
+    c->error = 0;
 }
 
 /* Post (the first time) and look for the others' payloads; once all are in,
- * combine into recv and return 1; 0 while some are missing. Never blocks. */
+ * combine into recv and return 1; 0 while some are missing; -1 when a peer's
+ * line is corrupt (c->error). Never blocks. */
 int ofl_board_progress(ofl_board_call_t *c);
 
 /* The health check of a waiting board call (as ofl_engine_check): OFL_WAIT_OK
  * while the wait may go on; PEER_DEAD (the communicator poisoned, or the awaited
  * rank's process gone: then this rank poisons it) or TIMEOUT after `waited_s`
- * > `timeout_s` > 0, with *peer the rank waited for. */
+ * > `timeout_s` > 0, with *peer the rank waited for; FAILED (c->error) when the
+ * poison mark or a peer's line is corrupt. */
 ofl_wait_status_t ofl_board_check(ofl_board_call_t *c, double waited_s, double timeout_s,
                                   int *peer);
 
-/* Prepare, post and wait (ofl_wait_loop): a blocking call. */
+/* Prepare, post and wait (ofl_wait_loop): a blocking call. OFL_WAIT_FAILED
+ * means a corrupt value (-EPROTO): nothing else makes a board call fail. */
 ofl_wait_status_t ofl_board_allreduce(ofl_nic_t *nic, uint64_t seq, const void *send,
                                       void *recv, size_t count, size_t elem, ofl_alu_fn fn,
                                       const ofl_wait_opts_t *opts, int *peer);

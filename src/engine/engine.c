@@ -4,6 +4,7 @@
 #include "engine/engine.h"
 #include "tree/tree.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,8 @@ static inline int64_t threshold(const ofl_inst_t *inst, const ofl_trig_t *t, uin
     return (int64_t) base + t->rel;
 }
 
+/* 1 when every trigger holds, 0 while one does not, -EPROTO when a counter is
+ * corrupt (nic.h, "Validation"). */
 static inline int triggered(const ofl_inst_t *inst, const ofl_desc_t *d, uint32_t round)
 {
     const ofl_program_t *p = inst->prog;
@@ -103,9 +106,12 @@ static inline int triggered(const ofl_inst_t *inst, const ofl_desc_t *d, uint32_
     for (int k = 0; k < d->n_trig; ++k) {
         const ofl_trig_t *t = &p->trigs[d->first_trig + k];
         int64_t need = threshold(inst, t, round);
-        if (need > 0
-            && !nic->ops->reached(nic, t->cnt, p->peers[t->peer], t->chan, (uint64_t) need)) {
-            return 0;
+        if (need > 0) {
+            int rc = nic->ops->reached(nic, t->cnt, p->peers[t->peer], t->chan,
+                                       (uint64_t) need);
+            if (rc <= 0) {
+                return rc;
+            }
         }
     }
     return 1;
@@ -273,10 +279,19 @@ int ofl_engine_progress(ofl_inst_t *inst)
                 cur++;           /* beyond the message: a partial last round */
                 continue;
             }
-            if (seg >= limit || !triggered(inst, d, round)) {
+            if (seg >= limit) {
                 break;
             }
-            int rc = fire(inst, d, round, seg);
+            int rc = triggered(inst, d, round);
+            if (rc <= 0) {
+                if (0 == rc) {
+                    break;
+                }
+                inst->cursor[q] = cur;
+                inst->error = rc;
+                return -1;
+            }
+            rc = fire(inst, d, round, seg);
             if (0 != rc) {
                 inst->cursor[q] = cur;
                 inst->error = rc;
@@ -346,6 +361,10 @@ ofl_wait_status_t ofl_engine_check(ofl_inst_t *inst, double waited_s, double tim
     if (dead >= 0) {
         *peer = dead;
         return OFL_WAIT_PEER_DEAD;
+    }
+    if (OFL_NIC_CORRUPT == dead) {
+        inst->error = -EPROTO;
+        return OFL_WAIT_FAILED;
     }
     int who, cnt;
     uint64_t have;

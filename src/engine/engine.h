@@ -42,7 +42,8 @@ typedef struct {
     uint32_t nseg;
     uint32_t rounds;        /* ceil(nseg / period) */
     uint32_t cursor[OFL_PROG_MAX_QUEUES];   /* descriptor executions done */
-    int error;              /* 0, or -errno of a failed read of a peer's memory */
+    int error;              /* 0, or -errno: a failed read of a peer's memory, or
+                               -EPROTO: a peer's value failed validation (nic.h) */
     int ring;               /* ring the peers' doorbells after bumps (call.ring) */
     uint64_t base_in[OFL_PROG_MAX_PEERS][OFL_CHANNELS];
     uint64_t base_out[OFL_PROG_MAX_PEERS][OFL_CHANNELS];
@@ -67,8 +68,8 @@ void ofl_engine_post(ofl_inst_t *inst, const ofl_program_t *prog, ofl_nic_t *nic
                      ofl_edges_t *edges, const ofl_call_t *call);
 
 /* Fire every descriptor whose triggers hold. Returns 1 once the call is complete,
- * 0 otherwise, -1 when it failed (inst->error: a by-reference read failed; the
- * call cannot complete). Never blocks. Within a queue descriptors fire in order; a queue
+ * 0 otherwise, -1 when it failed (inst->error: a by-reference read failed, or a
+ * counter or reference a peer wrote is corrupt; the call cannot complete). Never blocks. Within a queue descriptors fire in order; a queue
  * never works on a segment an earlier queue has not finished (in-place, a later
  * queue may overwrite the buffer an earlier one still has to send). */
 int ofl_engine_progress(ofl_inst_t *inst);
@@ -99,7 +100,8 @@ typedef struct {
  * process gone (then this rank poisons it), or the watchdog (`timeout_s` > 0)
  * after `waited_s` seconds. OFL_WAIT_OK while the wait may go on (or the call is
  * complete), OFL_WAIT_FAILED if the last look that a dead peer gets (by
- * progress) found the call failed. Whoever calls it must be executing inst. */
+ * progress) found the call failed, or the poison mark is corrupt (inst->error
+ * -EPROTO). Whoever calls it must be executing inst. */
 ofl_wait_status_t ofl_engine_check(ofl_inst_t *inst, double waited_s, double timeout_s,
                                    int *peer);
 

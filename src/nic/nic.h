@@ -16,7 +16,9 @@ typedef struct {
     /* Has my counter `cnt` (ofl_cnt_t) of stream (peer, chan) reached `threshold`? This is
      * the trigger test; acquire: the data behind the count is visible once true.
      * A backend may realise a counter any way that keeps this answer (the
-     * software NIC stamps DATA into the mailbox slot's own cache line). */
+     * software NIC stamps DATA into the mailbox slot's own cache line).
+     * 1 yes, 0 not yet, -EPROTO when the counter holds what no correct peer can
+     * have written (see "Validation" below): the stream is corrupt. */
     int (*reached)(ofl_nic_t *nic, int cnt, int peer, int chan, uint64_t threshold);
     /* The current value of that counter (diagnostics, blocker reports). */
     uint64_t (*counter)(ofl_nic_t *nic, int cnt, int peer, int chan);
@@ -42,7 +44,8 @@ typedef struct {
     int (*peer_alive)(ofl_nic_t *nic, int peer);
     /* A rank that finds a dead peer marks the whole communicator so that ranks
      * waiting on it, not on the dead peer directly, give up too. poisoned()
-     * returns the dead rank or -1. */
+     * returns the dead rank, -1, or OFL_NIC_CORRUPT when the mark itself names
+     * no rank of the communicator. */
     void (*poison)(ofl_nic_t *nic, int dead);
     int (*poisoned)(ofl_nic_t *nic);
     /* Arrival notification: after bumps to `peer`, wake the executor of peer if
@@ -57,10 +60,27 @@ typedef struct {
      * credit: the calls' own order tells when a line may be reused. board_post
      * publishes my `len` bytes for call `seq` (release); board_read returns
      * peer's payload of call `seq` once every line of it carries `seq`
-     * (acquire), contiguous (copied into `tmp` when it spans lines), else NULL. */
+     * (acquire) in *data, contiguous (copied into `tmp` when it spans lines), and
+     * 1; 0 while a line still carries an older call; -EPROTO when a line
+     * carries a later call than `seq` (no correct peer can be ahead: it
+     * rewrites a line only after every reader finished the call before). */
     void (*board_post)(ofl_nic_t *nic, uint64_t seq, const void *data, uint64_t len);
-    const void *(*board_read)(ofl_nic_t *nic, int peer, uint64_t seq, uint64_t len, void *tmp);
+    int (*board_read)(ofl_nic_t *nic, int peer, uint64_t seq, uint64_t len, void *tmp,
+                      const void **data);
 } ofl_nic_ops_t;
+
+/* Validation. Whatever a backend reads from memory that another process writes
+ * (a shared segment, a network region) may be corrupt; nothing read there is
+ * used as an index, a length or an address before it is checked, and a value
+ * outside what a correct peer can write is reported, never acted on:
+ *   DATA      at most `slots` items beyond what this rank has handed back as
+ *             CREDIT, and naming an item of the slot it was read from;
+ *   CREDIT    never below a value seen before, never beyond the items put;
+ *   poison    -1 (healthy) or a rank of the communicator;
+ *   reference (get) covers the bytes the reader asks for;
+ *   board     a line's call number never ahead of the call being read.
+ * A corrupt value makes the call fail (-EPROTO), as a failed read does. */
+#define OFL_NIC_CORRUPT (-2)
 
 /* Payload bytes per board line (a 64-byte line less its sequence number), and
  * the most lines a board payload may span. */

@@ -122,6 +122,11 @@ static int ofi_reached(ofl_nic_t *b, int cnt, int peer, int chan, uint64_t thres
         }
         ofl_ofi_poll_cq(o);
         uint64_t v = fi_cntr_read(o->cntr[s]);
+        /* Writes landed never go back, and a peer may put at most `slots`
+         * items beyond those this rank handed back as credit. */
+        if (v < o->data_seen[s] || v > o->credit_given[s] + (uint64_t) b->slots) {
+            return -EPROTO;
+        }
         o->data_seen[s] = v;
         if (v >= threshold) {
             atomic_thread_fence(memory_order_acquire);
@@ -129,11 +134,17 @@ static int ofi_reached(ofl_nic_t *b, int cnt, int peer, int chan, uint64_t thres
         }
         return 0;
     }
-    if (atomic_load_explicit(&o->credit[s], memory_order_acquire) >= threshold) {
+    if (o->credit_seen[s] >= threshold) {
         return 1;
     }
     ofl_ofi_poll_cq(o);
-    return atomic_load_explicit(&o->credit[s], memory_order_acquire) >= threshold;
+    uint64_t v = atomic_load_explicit(&o->credit[s], memory_order_acquire);
+    /* A credit never goes back and never counts items this rank has not put. */
+    if (v < o->credit_seen[s] || v > o->data_put[s]) {
+        return -EPROTO;
+    }
+    o->credit_seen[s] = v;
+    return v >= threshold;
 }
 
 static uint64_t ofi_counter(ofl_nic_t *b, int cnt, int peer, int chan)
@@ -177,11 +188,13 @@ static void ofi_bump(ofl_nic_t *b, int cnt, int peer, int chan, uint64_t item, u
         uint64_t off = (uint64_t) slot * b->slot_bytes;
         uint64_t raddr = o->r_mbox_base[s] + off;
         size_t n = len < MIN_WRITE ? MIN_WRITE : (size_t) len;
+        o->data_put[s] = item + 1;
         post_write(o, staging_slot(o, peer, chan, item), n, peer, raddr, o->r_mbox_key[s], 0);
         return;
     }
     /* My credit toward peer: its word for my stream becomes item + 1. */
     uint64_t v = item + 1;
+    o->credit_given[s] = v;
     post_write(o, &v, sizeof(v), peer, o->r_credit_at[s], o->r_credit_key[s / CH], 1);
 }
 
@@ -214,7 +227,7 @@ static int ofi_poisoned(ofl_nic_t *b)
     return ((ofl_ofi_t *) b)->poisoned - 1;
 }
 
-static const ofl_nic_ops_t ofi_ops = {
+const ofl_nic_ops_t ofl_ofi_ops = {
     .reached = ofi_reached,
     .counter = ofi_counter,
     .bump = ofi_bump,
@@ -324,7 +337,7 @@ ofl_ofi_t *ofl_ofi_open(int rank, int size, const int *peers, int npeers, int sl
         snprintf(why, why_len, "out of memory");
         return NULL;
     }
-    o->base.ops = &ofi_ops;
+    o->base.ops = &ofl_ofi_ops;
     o->base.rank = rank;
     o->base.size = size;
     o->base.slots = slots;
@@ -398,7 +411,12 @@ ofl_ofi_t *ofl_ofi_open(int rank, int size, const int *peers, int npeers, int sl
     o->r_mbox_key = calloc(streams + 1, sizeof(uint64_t));
     o->r_credit_at = calloc(streams + 1, sizeof(uint64_t));
     o->r_credit_key = calloc((size_t) o->npeers + 1, sizeof(uint64_t));
-    o->data_seen = calloc(streams, sizeof(uint64_t));
+    o->data_seen = calloc(4 * streams + 1, sizeof(uint64_t));
+    if (NULL != o->data_seen) {
+        o->credit_seen = o->data_seen + streams;
+        o->data_put = o->data_seen + 2 * streams;
+        o->credit_given = o->data_seen + 3 * streams;
+    }
     if (NULL == o->cntr || NULL == o->mr_mbox || NULL == o->mbox || NULL == o->staging
         || NULL == o->credit || NULL == o->addr || NULL == o->r_mbox_base
         || NULL == o->r_mbox_key || NULL == o->r_credit_at || NULL == o->r_credit_key
@@ -476,6 +494,51 @@ void ofl_ofi_address(ofl_ofi_t *o, void *out)
     }
 }
 
+int ofl_ofi_blob_check(const void *blob, int owner, int me, int size,
+                       uint32_t entry[OFL_CHANNELS], char *why, size_t why_len)
+{
+    const blob_t *b = blob;
+    /* Read each word once: only the copies are checked and used. */
+    uint32_t bsize = b->size, name_len = b->name_len, nmbox = b->nmbox;
+    int32_t nat_rounds = b->nat_rounds;
+    if (bsize != (uint32_t) size || 0 == name_len || name_len > NAME_MAX_BYTES
+        || nmbox > OFL_OFI_MAX_PEERS * CH || nat_rounds < -1
+        || nat_rounds > OFL_OFI_NAT_MAX_ROUNDS) {
+        snprintf(why, why_len,
+                 "rank %d's address is unusable (size %u, name %u bytes, %u streams, %d "
+                 "native rounds)",
+                 owner, bsize, name_len, nmbox, (int) nat_rounds);
+        return -EINVAL;
+    }
+    for (int c = 0; c < CH; ++c) {
+        entry[c] = UINT32_MAX;
+    }
+    for (uint32_t k = 0; k < nmbox; ++k) {
+        int32_t src = b->mbox[k].src, chan = b->mbox[k].chan;
+        if (src < 0 || src >= size || src == owner || chan < 0 || chan >= CH) {
+            snprintf(why, why_len, "rank %d's address lists a stream from rank %d channel %d",
+                     owner, (int) src, (int) chan);
+            return -EINVAL;
+        }
+        if (src == me) {
+            if (UINT32_MAX != entry[chan]) {
+                snprintf(why, why_len, "rank %d's address lists rank %d channel %d twice",
+                         owner, me, (int) chan);
+                return -EINVAL;
+            }
+            entry[chan] = k;
+        }
+    }
+    for (int c = 0; c < CH; ++c) {
+        if (UINT32_MAX == entry[c]) {
+            snprintf(why, why_len, "rank %d does not count rank %d among its neighbours", owner,
+                     me);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
 size_t ofl_ofi_blob_bytes(int size)
 {
     return blob_bytes(size);
@@ -493,10 +556,10 @@ int ofl_ofi_connect(ofl_ofi_t *o, const void *blobs, char *why, size_t why_len)
     for (int i = 0; i < o->npeers; ++i) {
         int r = o->peers[i];
         const blob_t *blob = (const blob_t *) ((const char *) blobs + (size_t) r * stride);
-        if (blob->size != (uint32_t) size || 0 == blob->name_len
-            || blob->nmbox > OFL_OFI_MAX_PEERS * CH) {
-            snprintf(why, why_len, "rank %d's address is unusable", r);
-            return -EINVAL;
+        uint32_t entry[CH];
+        int rc = ofl_ofi_blob_check(blob, r, me, size, entry, why, why_len);
+        if (0 != rc) {
+            return rc;
         }
         int n = fi_av_insert(o->av, blob->name, 1, &o->addr[i], 0, NULL);
         if (1 != n) {
@@ -506,18 +569,10 @@ int ofl_ofi_connect(ofl_ofi_t *o, const void *blobs, char *why, size_t why_len)
         /* r's region for each stream (me -> r, chan), and my credit words there. */
         for (int c = 0; c < CH; ++c) {
             size_t s = (size_t) i * CH + (size_t) c;
-            uint32_t k = 0;
-            while (k < blob->nmbox && !(blob->mbox[k].src == me && blob->mbox[k].chan == c)) {
-                ++k;
-            }
-            if (k == blob->nmbox) {
-                snprintf(why, why_len, "rank %d does not count rank %d among its neighbours", r,
-                         me);
-                return -EINVAL;
-            }
-            o->r_mbox_base[s] = blob->mbox[k].base;
-            o->r_mbox_key[s] = blob->mbox[k].key;
-            o->r_credit_at[s] = blob->credit_base + sizeof(uint64_t) * k;
+            const blob_mbox_t *e = &blob->mbox[entry[c]];
+            o->r_mbox_base[s] = e->base;
+            o->r_mbox_key[s] = e->key;
+            o->r_credit_at[s] = blob->credit_base + sizeof(uint64_t) * entry[c];
         }
         o->r_credit_key[i] = blob->credit_key;
     }

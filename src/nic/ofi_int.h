@@ -93,6 +93,11 @@ struct ofl_ofi {
     uint64_t *r_credit_at;    /* [stream of dst]: my credit word there */
     uint64_t *r_credit_key;   /* [neighbour] */
     uint64_t *data_seen;      /* [stream of src]: last counter value read */
+    /* Private, [stream] each: what this rank knows of every stream, against
+     * which the peers' values are checked (nic.h, "Validation"). */
+    uint64_t *credit_seen;    /* [stream of the feeder]: last credit value read */
+    uint64_t *data_put;       /* [stream of dst]: items put (DATA bumps) */
+    uint64_t *credit_given;   /* [stream of src]: items consumed (CREDIT bumps) */
     int virt_addr;            /* remote addresses are virtual addresses, not offsets */
     int prov_key;
     int connected;
@@ -121,6 +126,18 @@ struct ofl_ofi {
 
 
 void ofl_ofi_poll_cq(ofl_ofi_t *o);
+
+/* The engine's operations on this NIC (ofi.c). */
+extern const ofl_nic_ops_t ofl_ofi_ops;
+
+/* Check rank `owner`'s blob (ofl_ofi_blob_bytes bytes, read from the network)
+ * as rank `me` of `size` will use it: its size, name length, stream count and
+ * native round count in range, every stream entry naming a rank other than
+ * `owner` and a channel, and exactly one entry per channel for `me`, whose
+ * index goes to entry[chan] (where my credit words lie in owner's region).
+ * 0, or -EINVAL with a message in why. */
+int ofl_ofi_blob_check(const void *blob, int owner, int me, int size,
+                       uint32_t entry[OFL_CHANNELS], char *why, size_t why_len);
 
 /* The neighbour index of `rank`, or -1 (binary search: a handful of entries). */
 static inline int ofl_ofi_peer_index(const ofl_ofi_t *o, int rank)

@@ -23,6 +23,8 @@
 #define STAMP 16   /* bytes before a slot's payload: keeps payload 16-byte aligned */
 #define SOFTNIC_MAGIC 0x6f666c736e696332ull /* "oflsnic2" */
 #define BOARD_LINES OFL_BOARD_MAX_LINES  /* per rank and call parity */
+#define OFL_LIKELY(x) __builtin_expect(!!(x), 1)
+#define OFL_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 typedef struct {
     uint64_t magic;
@@ -103,6 +105,17 @@ static inline uint64_t stamp(ofl_softnic_t *nic, int dst, int src, int chan, uin
                                 memory_order_acquire);
 }
 
+/* A DATA stamp at or past the awaited count: the item in the slot is one the
+ * peer may have put (at most `slots` beyond the items this rank consumed) and
+ * one that lives in this slot. Anything else is a corrupt stream. */
+static int stamp_ok(const ofl_softnic_t *nic, int peer, int chan, uint64_t s, uint64_t threshold)
+{
+    uint64_t n = (uint64_t) nic->base.slots;
+    uint64_t given = nic->credit_given[peer * OFL_CHANNELS + chan];
+    uint64_t apart = s - threshold;
+    return s <= given + n && 0 == ((n & (n - 1)) ? apart % n : apart & (n - 1));
+}
+
 static int sn_reached(ofl_nic_t *b, int cnt, int peer, int chan, uint64_t threshold)
 {
     ofl_softnic_t *nic = (ofl_softnic_t *) b;
@@ -113,13 +126,24 @@ static int sn_reached(ofl_nic_t *b, int cnt, int peer, int chan, uint64_t thresh
         /* Item threshold-1 sits in its slot once the slot's stamp says so; the
          * sender cannot have reused the slot for a later item before we consumed
          * this one (credits), so the stamp is exact. */
-        return stamp(nic, b->rank, peer, chan, threshold - 1) >= threshold;
+        uint64_t s = stamp(nic, b->rank, peer, chan, threshold - 1);
+        if (OFL_LIKELY(s == threshold)) {
+            return 1;
+        }
+        if (s < threshold) {
+            return 0;
+        }
+        return stamp_ok(nic, peer, chan, s, threshold) ? 1 : -EPROTO;
     }
     uint64_t *seen = &nic->credit_seen[peer * OFL_CHANNELS + chan];
     if (*seen >= threshold) {
         return 1;
     }
     uint64_t v = atomic_load_explicit(credit_at(nic, b->rank, peer, chan), memory_order_acquire);
+    /* A credit never goes back and never counts items this rank has not put. */
+    if (OFL_UNLIKELY(v < *seen || v > nic->data_put[peer * OFL_CHANNELS + chan])) {
+        return -EPROTO;
+    }
     *seen = v;
     return v >= threshold;
 }
@@ -142,9 +166,14 @@ static void sn_bump(ofl_nic_t *b, int cnt, int peer, int chan, uint64_t item, ui
 {
     (void) len;   /* the data is in the peer's slot already */
     ofl_softnic_t *nic = (ofl_softnic_t *) b;
-    _Atomic uint64_t *c = (OFL_CNT_DATA == cnt)
-                              ? (_Atomic uint64_t *) slot_at(nic, peer, b->rank, chan, item)
-                              : credit_at(nic, peer, b->rank, chan);
+    _Atomic uint64_t *c;
+    if (OFL_CNT_DATA == cnt) {
+        c = (_Atomic uint64_t *) slot_at(nic, peer, b->rank, chan, item);
+        nic->data_put[peer * OFL_CHANNELS + chan] = item + 1;
+    } else {
+        c = credit_at(nic, peer, b->rank, chan);
+        nic->credit_given[peer * OFL_CHANNELS + chan] = item + 1;
+    }
     /* One writer per word (this rank), items in order: a release store of the
      * new count publishes the descriptor's data with it. */
     atomic_store_explicit(c, item + 1, memory_order_release);
@@ -175,6 +204,16 @@ static void sn_put_ref(ofl_nic_t *b, int peer, int chan, uint64_t item, const vo
     ref->len = len;
 }
 
+/* The pid of `peer`: the sealed private copy, else the header's (set-up). */
+static inline pid_t peer_pid(const ofl_softnic_t *nic, int peer)
+{
+    if (NULL != nic->pid) {
+        return nic->pid[peer];
+    }
+    const softnic_hdr_t *h = (const softnic_hdr_t *) nic->mem;
+    return ((const volatile int32_t *) h->pid)[peer];
+}
+
 /* Cross-memory attach: the kernel copies straight from the sender's pages (one
  * copy, and the source lines are read clean rather than snooped dirty out of the
  * writer's cache as a mailbox copy would be). */
@@ -182,17 +221,25 @@ static int sn_get(ofl_nic_t *b, int peer, int chan, uint64_t item, uint64_t offs
                   uint64_t len)
 {
     ofl_softnic_t *nic = (ofl_softnic_t *) b;
-    const sn_ref_t *ref = (const sn_ref_t *) (slot_at(nic, b->rank, peer, chan, item) + STAMP);
-    softnic_hdr_t *h = (softnic_hdr_t *) nic->mem;
-    if (offset > ref->len || ref->len - offset < len) {
-        return -EINVAL;
+    /* The peer may rewrite the reference while we read it: one load of each
+     * word, and only those copies are checked and used. The read never writes
+     * more than `len` bytes into dst, whatever the reference says. */
+    const volatile sn_ref_t *shared
+        = (const volatile sn_ref_t *) (slot_at(nic, b->rank, peer, chan, item) + STAMP);
+    sn_ref_t ref = { .addr = shared->addr, .len = shared->len };
+    pid_t pid = peer_pid(nic, peer);
+    if (offset > ref.len || ref.len - offset < len || ref.addr + ref.len < ref.addr) {
+        return -EPROTO;
+    }
+    if (pid <= 0) {
+        return -ESRCH;
     }
     uint64_t done = 0;
     while (done < len) {
         struct iovec local = { .iov_base = (char *) dst + done, .iov_len = len - done };
-        struct iovec remote = { .iov_base = (void *) (uintptr_t) (ref->addr + offset + done),
+        struct iovec remote = { .iov_base = (void *) (uintptr_t) (ref.addr + offset + done),
                                 .iov_len = len - done };
-        ssize_t n = process_vm_readv(h->pid[peer], &local, 1, &remote, 1, 0);
+        ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
         if (n <= 0) {
             return n < 0 ? -errno : -EIO;
         }
@@ -203,8 +250,7 @@ static int sn_get(ofl_nic_t *b, int peer, int chan, uint64_t item, uint64_t offs
 
 static int sn_peer_alive(ofl_nic_t *b, int peer)
 {
-    softnic_hdr_t *h = (softnic_hdr_t *) ((ofl_softnic_t *) b)->mem;
-    pid_t pid = h->pid[peer];
+    pid_t pid = peer_pid((ofl_softnic_t *) b, peer);
     if (pid <= 0) {
         return 1;
     }
@@ -260,28 +306,33 @@ static void sn_board_post(ofl_nic_t *b, uint64_t seq, const void *data, uint64_t
     }
 }
 
-static const void *sn_board_read(ofl_nic_t *b, int peer, uint64_t seq, uint64_t len, void *tmp)
+static int sn_board_read(ofl_nic_t *b, int peer, uint64_t seq, uint64_t len, void *tmp,
+                         const void **data)
 {
     ofl_softnic_t *nic = (ofl_softnic_t *) b;
     uint64_t n = board_lines(len);
     /* The peer rewrites this parity's lines only for call seq + 2, which it
      * cannot start before this rank has posted seq + 1, i.e. finished seq: a
-     * line carrying seq holds seq's payload for as long as we read it. */
+     * line carrying seq holds seq's payload for as long as we read it, and a
+     * line carrying a later number is corrupt. */
     for (uint64_t l = 0; l < n; ++l) {
-        if (atomic_load_explicit(board_seq(board_line(nic, peer, seq, l)), memory_order_acquire)
-            < seq) {
-            return NULL;
+        uint64_t v = atomic_load_explicit(board_seq(board_line(nic, peer, seq, l)),
+                                          memory_order_acquire);
+        if (OFL_UNLIKELY(v != seq)) {
+            return v < seq ? 0 : -EPROTO;
         }
     }
     if (1 == n) {
-        return board_line(nic, peer, seq, 0);
+        *data = board_line(nic, peer, seq, 0);
+        return 1;
     }
     for (uint64_t l = 0; l < n; ++l) {
         uint64_t at = l * OFL_BOARD_LINE_BYTES;
         uint64_t chunk = len - at < OFL_BOARD_LINE_BYTES ? len - at : OFL_BOARD_LINE_BYTES;
         memcpy((uint8_t *) tmp + at, board_line(nic, peer, seq, l), chunk);
     }
-    return tmp;
+    *data = tmp;
+    return 1;
 }
 
 static void sn_poison(ofl_nic_t *b, int dead)
@@ -294,7 +345,12 @@ static void sn_poison(ofl_nic_t *b, int dead)
 static int sn_poisoned(ofl_nic_t *b)
 {
     softnic_hdr_t *h = (softnic_hdr_t *) ((ofl_softnic_t *) b)->mem;
-    return atomic_load_explicit(&h->poison, memory_order_relaxed) - 1;
+    int32_t v = atomic_load_explicit(&h->poison, memory_order_relaxed);
+    /* dead rank + 1, or 0: any other value names no rank and must index nothing */
+    if (OFL_UNLIKELY(v < 0 || v > b->size)) {
+        return OFL_NIC_CORRUPT;
+    }
+    return v - 1;
 }
 
 static void sn_ring(ofl_nic_t *b, int peer)
@@ -375,14 +431,17 @@ static int setup(ofl_softnic_t *nic, const char *name, int size, int rank, int s
     geometry(nic, size, slots, segsize);
     nic->base.ops = &softnic_ops;
     nic->base.rank = rank;
-    nic->credit_seen = calloc((size_t) size * OFL_CHANNELS, sizeof(uint64_t));
+    size_t streams = (size_t) size * OFL_CHANNELS;
+    nic->credit_seen = calloc(3 * streams, sizeof(uint64_t));
     if (NULL == nic->credit_seen) {
         return -ENOMEM;
     }
+    nic->data_put = nic->credit_seen + streams;
+    nic->credit_given = nic->credit_seen + 2 * streams;
     int rc = map(nic, name, create);
     if (0 != rc) {
         free(nic->credit_seen);
-        nic->credit_seen = NULL;
+        nic->credit_seen = nic->data_put = nic->credit_given = NULL;
         return rc;
     }
     softnic_hdr_t *h = (softnic_hdr_t *) nic->mem;
@@ -417,13 +476,36 @@ int ofl_softnic_attach(ofl_softnic_t *nic, const char *name, int size, int rank,
     return setup(nic, name, size, rank, slots, segsize, 0);
 }
 
+int ofl_softnic_seal(ofl_softnic_t *nic)
+{
+    int size = nic->base.size;
+    int32_t *pid = malloc(sizeof(int32_t) * (size_t) size);
+    if (NULL == pid) {
+        return -ENOMEM;
+    }
+    const softnic_hdr_t *h = (const softnic_hdr_t *) nic->mem;
+    for (int r = 0; r < size; ++r) {
+        pid[r] = ((const volatile int32_t *) h->pid)[r];
+        if (pid[r] <= 0) {
+            free(pid);
+            return -EPROTO;
+        }
+    }
+    free(nic->pid);
+    nic->pid = pid;
+    return 0;
+}
+
 int ofl_softnic_probe_get(ofl_softnic_t *nic, int peer, const void *addr, uint64_t expect)
 {
-    softnic_hdr_t *h = (softnic_hdr_t *) nic->mem;
+    pid_t pid = peer_pid(nic, peer);
+    if (pid <= 0) {
+        return -ESRCH;
+    }
     uint64_t v = 0;
     struct iovec local = { .iov_base = &v, .iov_len = sizeof(v) };
     struct iovec remote = { .iov_base = (void *) addr, .iov_len = sizeof(v) };
-    ssize_t n = process_vm_readv(h->pid[peer], &local, 1, &remote, 1, 0);
+    ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
     if (n < 0) {
         return -errno;
     }
@@ -445,5 +527,7 @@ void ofl_softnic_detach(ofl_softnic_t *nic)
         nic->mem = NULL;
     }
     free(nic->credit_seen);
-    nic->credit_seen = NULL;
+    nic->credit_seen = nic->data_put = nic->credit_given = NULL;
+    free(nic->pid);
+    nic->pid = NULL;
 }

@@ -37,7 +37,12 @@ typedef struct {
     uint64_t off_board;
     uint64_t off_mbox;
     uint64_t slot_stride;      /* stamp + payload, cache-line multiple */
-    uint64_t *credit_seen;     /* [size][chan] private: last CREDIT value read */
+    /* Private, [size][chan] each: what this rank knows of every stream, against
+     * which the peers' values are checked (nic.h, "Validation"). */
+    uint64_t *credit_seen;     /* last CREDIT value read (owner side) */
+    uint64_t *data_put;        /* items put to the peer's stream (DATA bumps) */
+    uint64_t *credit_given;    /* items of the peer's stream consumed (CREDIT bumps) */
+    int32_t *pid;              /* [size] the ranks' pids once sealed, else NULL */
 } ofl_softnic_t;
 
 /* Bytes of the segment for `size` ranks. */
@@ -51,6 +56,12 @@ int ofl_softnic_create(ofl_softnic_t *nic, const char *name, int size, int rank,
 /* Another rank maps the segment created under `name` and checks its geometry. */
 int ofl_softnic_attach(ofl_softnic_t *nic, const char *name, int size, int rank, int slots,
                        size_t segsize);
+
+/* Every rank has attached (the caller agreed on it): keep the ranks' pids
+ * privately from now on, so that a peer rewriting the header cannot point
+ * liveness checks or cross-memory reads at another process. 0, or -EPROTO if a
+ * pid is missing or out of range. */
+int ofl_softnic_seal(ofl_softnic_t *nic);
 
 /* Can this process read `peer`'s memory (cross-memory attach)? Reads the word
  * at addr in peer's address space and compares it with expect: 0 or -errno. */
