@@ -26,15 +26,7 @@
 #define OFL_LIKELY(x) __builtin_expect(!!(x), 1)
 #define OFL_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-typedef struct {
-    uint64_t magic;
-    uint32_t size;
-    uint32_t slots;
-    uint64_t slot_bytes;
-    uint64_t total;
-    _Atomic int32_t poison;   /* dead rank + 1, 0 while healthy */
-    int32_t pid[];            /* [size] */
-} softnic_hdr_t;
+typedef ofl_softnic_hdr_t softnic_hdr_t;
 
 static uint64_t round_up(uint64_t v, uint64_t to)
 {

@@ -23,10 +23,24 @@
 #ifndef OFL_SOFTNIC_H
 #define OFL_SOFTNIC_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "nic/nic.h"
+
+/* The segment's header, written by its creator (the pids: each rank its own).
+ * Whoever attaches checks magic and geometry against its own; nothing in it
+ * is used as an index or a size. */
+typedef struct {
+    uint64_t magic;
+    uint32_t size;
+    uint32_t slots;
+    uint64_t slot_bytes;
+    uint64_t total;
+    _Atomic int32_t poison;   /* dead rank + 1, 0 while healthy */
+    int32_t pid[];            /* [size] */
+} ofl_softnic_hdr_t;
 
 typedef struct {
     ofl_nic_t base;
