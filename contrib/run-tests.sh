@@ -1,9 +1,10 @@
 #!/bin/sh
 # Set up (contrib/setup.sh), then run every test: the unit tests of the core
-# (no MPI), the MPI tests under mpirun with the installed component, and the
-# multi-node MPI tests on hosts made of network namespaces (root only).
-# Last line: "N passed, M failed" (unit test programs + MPI checks + the
-# /dev/shm check).
+# (no MPI), a bounded fuzz run of the readers of peer-written state (libFuzzer,
+# 15 s per harness), the MPI tests under mpirun with the installed component,
+# and the multi-node MPI tests on hosts made of network namespaces (root only).
+# Last line: "N passed, M failed" (unit test programs + fuzz harnesses + MPI
+# checks + the /dev/shm check).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -26,6 +27,17 @@ fi
 unit_fail=$(( ${unit_fail:-0} + ${unit_err:-0} ))
 rm -f /tmp/ofl-unit.$$.log
 echo "unit test programs: $unit_pass passed, $unit_fail failed"
+
+echo "== fuzzing (libFuzzer harnesses of the readers, ${FUZZ_SECONDS:-15} s each)"
+log=$(mktemp)
+sh test/fuzz/run.sh > "$log" 2>&1
+cat "$log"
+out=$(tail -n 1 "$log")
+rm -f "$log"
+fuzz_pass=$(echo "$out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1/p')
+fuzz_fail=$(echo "$out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\2/p')
+fuzz_pass=${fuzz_pass:-0}
+fuzz_fail=${fuzz_fail:-1}
 
 echo "== MPI tests"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -60,7 +72,7 @@ if [ "$shm_after" -gt "$shm_before" ]; then
     shm_pass=0
     shm_fail=1
 fi
-pass=$((unit_pass + mpi_pass + shm_pass))
-fail=$((unit_fail + mpi_fail + shm_fail))
+pass=$((unit_pass + fuzz_pass + mpi_pass + shm_pass))
+fail=$((unit_fail + fuzz_fail + mpi_fail + shm_fail))
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -7,7 +7,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
 pkgs="build-essential autoconf automake libtool pkg-config libopenmpi-dev openmpi-bin \
-libfabric-dev libhwloc-dev python3-matplotlib iproute2 util-linux clang"
+libfabric-dev libhwloc-dev python3-matplotlib iproute2 util-linux clang libclang-rt-14-dev"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \

@@ -1,0 +1,28 @@
+#!/bin/sh
+# Build the libFuzzer harnesses (clang -fsanitize=fuzzer,address,undefined)
+# against the sources of src/ directly: build.sh [OUTDIR] (default: build/
+# next to this script). FUZZ_HARNESSES picks some (default: all six). Needs
+# clang with its sanitizer and libFuzzer runtimes (Debian: clang and
+# libclang-rt-14-dev) and libfabric's headers (libfabric-dev).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../../src" && pwd)
+out=${1:-$here/build}
+mkdir -p "$out/obj"
+CC=${FUZZ_CC:-clang}
+san="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+cflags="-g -O1 -std=c11 -D_GNU_SOURCE -I$src -I$here $san"
+objs=""
+# The code under test: instrumented for coverage (fuzzer-no-link) and sanitizers.
+for f in alu/alu tree/tree sched/sched sched/policy engine/engine engine/board nic/softnic \
+         nic/ofi nic/ofi_native; do
+    o="$out/obj/$(echo "$f" | tr / _).o"
+    if [ ! -f "$o" ] || [ "$src/$f.c" -nt "$o" ] || [ -n "$(find "$src" -name '*.h' -newer "$o")" ]; then
+        $CC $cflags -fsanitize=fuzzer-no-link -c -o "$o" "$src/$f.c"
+    fi
+    objs="$objs $o"
+done
+for h in ${FUZZ_HARNESSES:-attach mailbox get board ofi policy}; do
+    $CC $cflags -fsanitize=fuzzer -o "$out/fuzz_$h" "$here/fuzz_$h.c" $objs \
+        -lrt -lpthread -ldl -lm
+done
