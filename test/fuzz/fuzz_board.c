@@ -9,7 +9,8 @@
  * every line carries the call's number, not yet while one carries an older
  * one, -EPROTO at the first that carries a later one); a call that completes
  * holds the sum of rank 0's payload and the bytes rank 1's lines carried; a
- * failed call says -EPROTO, and so does its health check.
+ * corrupt line fails the call, which says -EPROTO, and so does its health
+ * check.
  */
 #include "engine/board.h"
 #include "fuzz.h"
@@ -34,6 +35,8 @@ static volatile uint64_t *seq_of(int rank, uint64_t seq, int l)
     return (volatile uint64_t *) (line_of(rank, seq, l) + OFL_BOARD_LINE_BYTES);
 }
 
+static int corrupt_seen;   /* a read said -EPROTO during this progress call */
+
 static int checked_read(ofl_nic_t *b, int peer, uint64_t seq, uint64_t len, void *tmp,
                         const void **data)
 {
@@ -57,6 +60,7 @@ static int checked_read(ofl_nic_t *b, int peer, uint64_t seq, uint64_t len, void
     }
     if (rc < 0) {
         fz_count(0, "lines ahead caught");
+        corrupt_seen = 1;
     }
     return rc;
 }
@@ -107,8 +111,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 ofl_board_prepare(&c, &nic[0].base, seq, send, out, count, 1, sum_u8);
                 running = 1;
             }
+            corrupt_seen = 0;
             int rc = ofl_board_progress(&c);
             FZ_ASSERT(rc >= -1 && rc <= 1, "progress %d", rc);
+            FZ_ASSERT(!corrupt_seen || -1 == rc, "a corrupt line did not fail the call");
             if (rc < 0) {
                 FZ_ASSERT(-EPROTO == c.error, "failed call: %d", c.error);
                 int peer = -7;

@@ -8,8 +8,8 @@
  *
  * Oracles: no out-of-bounds access (ASan) or undefined behaviour (UBSan);
  * every trigger test's answer equals the one nic.h's rules give for the value
- * in memory (a model kept here from the bumps each rank made); a failed call
- * says -EPROTO; while nothing has been rewritten every call that
+ * in memory (a model kept here from the bumps each rank made); a corrupt
+ * counter fails the call, which says -EPROTO; while nothing has been rewritten every call that
  * completes has the right sums, and with nothing rewritten no call fails.
  */
 #include "engine/engine.h"
@@ -67,10 +67,13 @@ static int model_reached(ofl_nic_t *b, int cnt, int peer, int chan, uint64_t thr
     return v >= threshold;
 }
 
+static int corrupt_seen;   /* a trigger test said -EPROTO during this progress call */
+
 static int checked_reached(ofl_nic_t *b, int cnt, int peer, int chan, uint64_t threshold)
 {
     int expect = model_reached(b, cnt, peer, chan, threshold);
     int got = soft->reached(b, cnt, peer, chan, threshold);
+    corrupt_seen |= got < 0;
     FZ_ASSERT(got == expect, "rank %d %s(%d.%d) >= %llu: %d, rules say %d", b->rank,
               OFL_CNT_DATA == cnt ? "DATA" : "CREDIT", peer, chan,
               (unsigned long long) threshold, got, expect);
@@ -167,8 +170,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (0 != state[r]) {
                 break;
             }
+            corrupt_seen = 0;
             int rc = ofl_engine_progress(&inst[r]);
             FZ_ASSERT(rc >= -1 && rc <= 1, "progress %d", rc);
+            FZ_ASSERT(!corrupt_seen || -1 == rc, "a corrupt counter did not fail the call");
             if (rc < 0) {
                 FZ_ASSERT(-EPROTO == inst[r].error, "failed call: error %d", inst[r].error);
                 FZ_ASSERT(!clean, "rank %d failed a call nobody tampered with", r);
