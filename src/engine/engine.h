@@ -69,9 +69,10 @@ void ofl_engine_post(ofl_inst_t *inst, const ofl_program_t *prog, ofl_nic_t *nic
 
 /* Fire every descriptor whose triggers hold. Returns 1 once the call is complete,
  * 0 otherwise, -1 when it failed (inst->error: a by-reference read failed, or a
- * counter or reference a peer wrote is corrupt; the call cannot complete). Never blocks. Within a queue descriptors fire in order; a queue
- * never works on a segment an earlier queue has not finished (in-place, a later
- * queue may overwrite the buffer an earlier one still has to send). */
+ * counter or reference a peer wrote is corrupt; the call cannot complete). Never
+ * blocks. Within a queue descriptors fire in order; a queue never works on a
+ * segment an earlier queue has not finished (in-place, a later queue may
+ * overwrite the buffer an earlier one still has to send). */
 int ofl_engine_progress(ofl_inst_t *inst);
 
 /* The first condition the call is waiting for: peer (comm rank) and counter
