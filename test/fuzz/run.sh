@@ -10,6 +10,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 secs=${FUZZ_SECONDS:-15}
 work=${FUZZ_WORK:-$(mktemp -d /tmp/ofl-fuzz.XXXXXX)}
 harnesses=${*:-attach mailbox get board ofi policy}
+mkdir -p "$work"
 if ! FUZZ_HARNESSES="$harnesses" sh "$here/build.sh" "$work" > "$work/build.log" 2>&1; then
     cat "$work/build.log"
     echo "fuzz harnesses do not build"
