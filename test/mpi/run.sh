@@ -3,7 +3,7 @@
 #
 # Usage: run.sh [BINDIR]
 #   BINDIR          directory holding t_coll, t_fallback, t_leak, t_fault, t_nb, t_nb_mt,
-#                   t_net, t_wrap
+#                   t_net, t_wrap, t_corrupt
 #                   (default: this
 #                   script's directory, i.e. run it from the build tree)
 # Environment:
@@ -44,7 +44,7 @@ fi
 expect=""
 [ "$EXPECT_OFFLOAD" = 1 ] && expect="--expect-offload"
 
-for prog in t_coll t_fallback t_leak t_fault t_nb t_nb_mt t_net t_wrap; do
+for prog in t_coll t_fallback t_leak t_fault t_nb t_nb_mt t_net t_wrap t_corrupt; do
     if [ ! -x "$BINDIR/$prog" ]; then
         echo "run.sh: $BINDIR/$prog not found or not executable (build first, or pass BINDIR)" >&2
         echo "0 passed, 1 failed"
@@ -218,6 +218,12 @@ if [ "$EXPECT_OFFLOAD" = 1 ]; then
     TEST_TIMEOUT=60 ALLOW_RC=1 run t_fault 3 "--mca coll_offload_watchdog 0.5" watchdog
     TEST_TIMEOUT=60 ALLOW_RC=1 run t_fault 3 "--enable-recovery" kill-nb
     TEST_TIMEOUT=60 ALLOW_RC=1 run t_fault 3 "--mca coll_offload_watchdog 0.5" watchdog-nb
+    # A peer that writes what no correct rank writes (a board line ahead, a
+    # poison mark naming no rank): the others get an error naming corrupt
+    # shared state, not a wrong result.
+    TEST_TIMEOUT=60 ALLOW_RC=1 run t_corrupt 3 "" board
+    TEST_TIMEOUT=60 ALLOW_RC=1 run t_corrupt 3 "" board-nb
+    TEST_TIMEOUT=60 ALLOW_RC=1 run t_corrupt 3 "" poison
 fi
 
 echo "total time $(( $(date +%s) - start_all ))s"

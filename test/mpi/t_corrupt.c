@@ -1,0 +1,143 @@
+/*
+ * A corrupt or hostile peer: rank size-1 rewrites what it may write in the
+ * communicator's software NIC segment with values no correct rank writes,
+ * then leaves the collective to the others, who must get an MPI error naming
+ * corrupt shared state, quickly, never a wrong result, a crash or a hang.
+ *
+ *   t_corrupt board      its board line for the next call carries a later
+ *                        call's number; the others' MPI_Allreduce (8 bytes,
+ *                        the board) reads it
+ *   t_corrupt board-nb   the same through MPI_Iallreduce + MPI_Wait
+ *   t_corrupt poison     the poison mark names rank 1000; the others, waiting
+ *                        for it in MPI_Allreduce, read the mark at their
+ *                        liveness check
+ *
+ * The segment's layout is softnic.h's (the header) and softnic.c's geometry();
+ * the rank finds its mapping of the segment in /proc/self/maps. Every other
+ * rank prints "t_corrupt: N passed, M failed" and exits with _exit (the
+ * victim leaves without finalizing).
+ */
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nic/softnic.h"
+
+#define LINE 64
+
+static uint64_t round_up(uint64_t v, uint64_t to)
+{
+    return (v + to - 1) / to * to;
+}
+
+/* This process's mapping of the communicator's segment (the only one). */
+static uint8_t *segment(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    uint8_t *seg = NULL;
+    while (NULL != f && NULL != fgets(line, sizeof(line), f)) {
+        unsigned long lo = 0;
+        if (NULL != strstr(line, "/coll_offload.") && 1 == sscanf(line, "%lx-", &lo)) {
+            seg = (uint8_t *) lo;
+        }
+    }
+    if (NULL != f) {
+        fclose(f);
+    }
+    return seg;
+}
+
+/* The call-number word of `rank`'s first board line for calls of `seq`'s parity. */
+static volatile uint64_t *board_seq(uint8_t *seg, int rank, uint64_t seq)
+{
+    const ofl_softnic_hdr_t *h = (const ofl_softnic_hdr_t *) seg;
+    uint64_t size = h->size;
+    uint64_t bells = round_up(sizeof(ofl_softnic_hdr_t) + sizeof(int32_t) * size, LINE);
+    uint64_t counters = round_up(bells + size * LINE, 4096);
+    uint64_t board = counters + size * size * 2 * LINE;
+    uint64_t line = ((uint64_t) rank * 2 + (seq & 1)) * 4;
+    return (volatile uint64_t *) (seg + board + line * LINE + 56);
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "board";
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int pass = 0, fail = 0;
+
+    /* Call 1 sets the communicator's NIC up (board call number 1). */
+    long v = rank + 1, sum = 0;
+    int rc = MPI_Allreduce(&v, &sum, 1, MPI_LONG, MPI_SUM, comm);
+    if (MPI_SUCCESS != rc || sum != (long) size * (size + 1) / 2) {
+        fprintf(stderr, "t_corrupt: rank %d: first allreduce rc=%d sum=%ld\n", rank, rc, sum);
+        fail++;
+    }
+    int victim = size - 1, token = 0;
+    if (rank == victim) {
+        uint8_t *seg = segment();
+        if (NULL == seg) {
+            fprintf(stderr, "t_corrupt: no segment mapped (is coll/offload selected?)\n");
+        } else if (0 == strcmp(mode, "poison")) {
+            atomic_store(&((ofl_softnic_hdr_t *) seg)->poison, 1001);
+        } else {
+            *board_seq(seg, rank, 2) = 4;   /* call 2's line says call 4 */
+        }
+        for (int r = 0; r < size; ++r) {
+            if (r != victim) {
+                MPI_Send(&token, 1, MPI_INT, r, 0, MPI_COMM_WORLD);
+            }
+        }
+        sleep(3);
+        _exit(0);
+    }
+    MPI_Recv(&token, 1, MPI_INT, victim, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+
+    /* Keep what the component says about the failure. */
+    char path[] = "/tmp/t_corrupt.XXXXXX";
+    int log = mkstemp(path), saved = dup(2);
+    fflush(stderr);
+    dup2(log, 2);
+    double t0 = MPI_Wtime();
+    if (0 == strcmp(mode, "board-nb")) {
+        MPI_Request req;
+        rc = MPI_Iallreduce(&v, &sum, 1, MPI_LONG, MPI_SUM, comm, &req);
+        if (MPI_SUCCESS == rc) {
+            rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+        }
+    } else {
+        rc = MPI_Allreduce(&v, &sum, 1, MPI_LONG, MPI_SUM, comm);
+    }
+    double waited = MPI_Wtime() - t0;
+    fflush(stderr);
+    dup2(saved, 2);
+    char said[4096] = "";
+    ssize_t n = pread(log, said, sizeof(said) - 1, 0);
+    said[n > 0 ? n : 0] = '\0';
+    close(log);
+    unlink(path);
+    fputs(said, stderr);
+    if (MPI_SUCCESS != rc && waited < 2.5 && NULL != strstr(said, "corrupt shared state")) {
+        printf("t_corrupt %s: rank %d got an error naming corrupt shared state after %.2f s\n",
+               mode, rank, waited);
+        pass++;
+    } else {
+        fprintf(stderr, "t_corrupt %s: rank %d: rc=%d sum=%ld after %.2f s (expected an error "
+                "naming corrupt shared state)\n", mode, rank, rc, sum, waited);
+        fail++;
+    }
+    printf("t_corrupt: %d passed, %d failed\n", pass, fail);
+    fflush(stdout);
+    _exit(fail ? 1 : 0);
+}
