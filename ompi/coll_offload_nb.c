@@ -1173,6 +1173,15 @@ static int deferred_start(mca_coll_offload_req_t *r, int *upgraded)
     }
     mca_coll_offload_note(OFL_KIND_PERSISTENT, r->coll, why, bytes, comm);
     q->req_state = OMPI_REQUEST_ACTIVE;
+    if (OMPI_REQUEST_NOOP == r->inner->req_type) {
+        /* The fallback's request has nothing to run and no start function (libnbc
+         * makes such a persistent request for a communicator of one rank):
+         * MPI_Start only activates it, complete, so the start completes at once.
+         * Still inside MPI_Start: nobody waits on it yet, no signal needed. */
+        r->status = OFL_WAIT_OK;
+        complete(r, 0);
+        return OMPI_SUCCESS;
+    }
     r->inner->req_complete_cb = deferred_done;
     r->inner->req_complete_cb_data = r;
     ompi_request_t *inner = r->inner;

@@ -20,6 +20,7 @@
  *       all four, inactive after completion, Request_free of an active one;
  *       requests made before the communicator's first blocking collective run
  *       on the fallback until it, offloaded after it (counters say which);
+ *       the same on a one-rank communicator, whose fallback requests do nothing;
  *   (f) progress without the host (--expect-offload only): every rank posts,
  *       computes without any MPI call for far longer than the call takes, and
  *       finds the result already in place; the first MPI_Test says done; the
@@ -959,6 +960,58 @@ static void test_persistent_early(void)
     free(bcb);
 }
 
+/* The same on a communicator of one rank: there the fallback (libnbc) makes
+ * persistent requests that do nothing and have no start function, which a
+ * start must complete at once instead of calling into them. */
+static void test_persistent_one_rank(void)
+{
+    MPI_Comm c;
+    t_check_rc(MPI_Comm_split(MPI_COMM_WORLD, me, 0, &c), "MPI_Comm_split (one rank each)");
+    enum { N = 5, ROUNDS = 3 };
+    int ain[N], aout[N], rin[N], rout[N], bcb[N];
+    MPI_Request q[4];
+    int rc = MPIX_Allreduce_init(ain, aout, N, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &q[0]);
+    rc |= MPIX_Reduce_init(rin, rout, N, MPI_INT, MPI_MAX, 0, c, MPI_INFO_NULL, &q[1]);
+    rc |= MPIX_Bcast_init(bcb, N, MPI_INT, 0, c, MPI_INFO_NULL, &q[2]);
+    rc |= MPIX_Barrier_init(c, MPI_INFO_NULL, &q[3]);
+    t_check_rc(rc, "MPIX_*_init on a one-rank communicator before its first blocking collective");
+    for (int phase = 0; phase < 2; phase++) {
+        int bad = 0;
+        for (int k = 0; k < ROUNDS; k++) {
+            int it = 300 + 10 * phase + k;
+            for (int i = 0; i < N; i++) {
+                ain[i] = rin[i] = bcb[i] = ival(me, it, i);
+                aout[i] = rout[i] = -1;
+            }
+            if (0 == k % 2) {
+                rc = MPI_Startall(4, q);
+                rc |= MPI_Waitall(4, q, MPI_STATUSES_IGNORE);
+            } else {
+                rc = MPI_SUCCESS;
+                for (int j = 0; j < 4; j++) {
+                    rc |= MPI_Start(&q[j]);
+                    rc |= MPI_Wait(&q[j], MPI_STATUS_IGNORE);
+                }
+            }
+            int ok = MPI_SUCCESS == rc;
+            for (int i = 0; i < N && ok; i++) {
+                int v = ival(me, it, i);
+                ok = aout[i] == v && rout[i] == v && bcb[i] == v;
+            }
+            bad += !ok;
+        }
+        t_check(0 == bad, "persistent requests on a one-rank communicator, %s: %d of %d rounds "
+                "wrong", phase ? "after a blocking collective" : "before any", bad, ROUNDS);
+        if (0 == phase) {
+            t_check_rc(MPI_Barrier(c), "MPI_Barrier on a one-rank communicator");
+        }
+    }
+    for (int k = 0; k < 4; k++) {
+        t_check_rc(MPI_Request_free(&q[k]), "MPI_Request_free (one-rank persistent)");
+    }
+    t_check_rc(MPI_Comm_free(&c), "MPI_Comm_free");
+}
+
 /* ---- (f) progress without the host ----------------------------------------------- */
 
 static double wall(void)
@@ -1225,6 +1278,7 @@ int main(int argc, char **argv)
     t_section_begin("(e) persistent");
     test_persistent();
     test_persistent_early();
+    test_persistent_one_rank();
     t_section_end();
     t_section_begin("(f) progress without the host");
     test_no_host();
