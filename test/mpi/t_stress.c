@@ -1,0 +1,1762 @@
+/*
+ * t_stress: stress and soak of the collectives, every result checked against a
+ * reference computed locally.
+ *
+ * Every call's parameters (communicator, collective, form, datatype, op, count,
+ * root, in place) and every rank's data come from a seeded generator that all
+ * ranks agree on, so each rank computes every other rank's contribution itself
+ * and checks its result element by element, plus guard bytes after every
+ * buffer and an unchanged send buffer. Nothing in a check depends on a
+ * collective under test.
+ *
+ * Modes (one per run):
+ *   --comm-cycles N       N cycles of: a random subset of the ranks in random
+ *                         order becomes a communicator (MPI_Comm_split,
+ *                         MPI_Comm_create, or MPI_Comm_dup of a split), 1-3 random
+ *                         collectives on it (small: cycles are meant to be
+ *                         cheap), MPI_Comm_free
+ *   --threads T --comms C MPI_THREAD_MULTIPLE: T threads, each owning C
+ *                         communicators, run random collectives at once
+ *                         (--iters N per thread, default 300); without
+ *                         MPI_THREAD_MULTIPLE one skipped check
+ *   --soak SECONDS        random collectives for that long: every op each
+ *                         mapped C type allows, counts 0 .. --max-bytes (2 MiB)
+ *                         biased to the edges (1, policy and segment
+ *                         boundaries, odd), any root, in place, blocking /
+ *                         nonblocking (Wait, Test loop, several outstanding) /
+ *                         persistent (several starts)
+ * Options:
+ *   --seed S              data and parameters (default: from the clock, printed)
+ *   --max-bytes B         largest message of the soak (default 2097152)
+ *   --strict              also draw (type, op) pairs whose reduction in this MPI
+ *                         library itself is wrong (MPI_Reduce_local, checked at
+ *                         start): calls handed to the fallback component then
+ *                         fail. Without it they are left out and listed; stock
+ *                         Open MPI 4.1's op/avx saturates 8/16-bit sums
+ *                         (open-mpi/ompi#8045; run with "--mca op ^avx" to keep
+ *                         them in) and 4.1.2-4.1.4 compare MPI_UNSIGNED_LONG
+ *                         MIN/MAX signed (open-mpi/ompi#10525)
+ *   --expect-offload      the component's MPI_T counters must show offloaded
+ *                         calls of the forms the mode uses
+ *   -v                    progress lines
+ *
+ * Before and after the run it prints resident memory (VmRSS), the entries and
+ * bytes of /dev/shm (all, and the component's segments made by this job's
+ * processes) and the node's Shmem (/proc/meminfo). The comm-cycles and soak
+ * modes fail if this job's segments in /dev/shm outlive the run, or if
+ * resident memory grows by more than RSS_BOUND after warm-up.
+ *
+ * CI (test/mpi/run.sh) runs bounded versions; by hand, longer ones, e.g.
+ *   mpirun --oversubscribe -np 4 --mca op ^avx t_stress --soak 600
+ *   mpirun --oversubscribe -np 4 --mca op ^avx t_stress --comm-cycles 100000
+ */
+#include "t_common.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <mpi-ext.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <sys/stat.h>
+#include <time.h>
+
+/* Canary bytes after every buffer: catches writes past the count. */
+#define GUARD 64
+#define GUARD_BYTE 0xA5
+#define JUNK_BYTE 0x5A
+/* Largest communicator the references are computed for. */
+#define MAX_RANKS 256
+/* Calls outstanding at once in the "several nonblocking" form. */
+#define MULTI 3
+/* Resident memory may grow by this much between the end of warm-up and the end
+ * of a run: allocator pools and the component's per-size staging settle during
+ * warm-up, a leak per cycle or per call does not. */
+#define RSS_BOUND ((long) 16 << 20)
+#define MAX_THREADS 16
+#define MAX_THREAD_COMMS 16
+
+enum { K_INT, K_FLOAT, K_COMPLEX, K_BOOL, K_BYTE, K_PAIR };
+
+/* How an element is stored. */
+enum {
+    S_INT,      /* size bytes, sgn */
+    S_FLOAT, S_DOUBLE, S_LDOUBLE, S_BOOL, S_CFLOAT, S_CDOUBLE,
+    S_FLOAT_INT, S_DOUBLE_INT, S_LONG_INT, S_2INT, S_SHORT_INT, S_LDOUBLE_INT
+};
+
+enum {
+    O_SUM, O_PROD, O_MIN, O_MAX, O_LAND, O_LOR, O_LXOR, O_BAND, O_BOR, O_BXOR,
+    O_MINLOC, O_MAXLOC, O_N
+};
+
+static const char *op_names[O_N] = {
+    "SUM", "PROD", "MIN", "MAX", "LAND", "LOR", "LXOR", "BAND", "BOR", "BXOR",
+    "MINLOC", "MAXLOC"
+};
+
+enum { C_ALLREDUCE, C_REDUCE, C_BCAST, C_BARRIER, C_N };
+static const char *coll_names[C_N] = { "allreduce", "reduce", "bcast", "barrier" };
+
+enum { F_BLOCKING, F_NB_WAIT, F_NB_TEST, F_PERSISTENT, F_NB_MULTI, F_N };
+static const char *form_names[F_N] = {
+    "blocking", "nonblocking+wait", "nonblocking+test", "persistent", "nonblocking x3"
+};
+
+typedef struct { float v; int i; } float_int_t;
+typedef struct { double v; int i; } double_int_t;
+typedef struct { long v; int i; } long_int_t;
+typedef struct { int v; int i; } two_int_t;
+typedef struct { short v; int i; } short_int_t;
+typedef struct { long double v; int i; } ldouble_int_t;
+
+typedef struct {
+    const char *name;
+    MPI_Datatype dt;
+    int kind;
+    int store;
+    size_t size;            /* C sizeof, the MPI extent */
+    int sgn;                /* signed integer */
+    int libbug[O_N];        /* MPI_Reduce_local of this library gets (type, op) wrong */
+} stype_t;
+
+#define T_INT(MPIT, T, SGN) { #MPIT, MPIT, K_INT, S_INT, sizeof(T), SGN, { 0 } }
+#define T_OTHER(MPIT, K, S, T) { #MPIT, MPIT, K, S, sizeof(T), 0, { 0 } }
+
+/* Every predefined C type the component maps onto its ALU. */
+static stype_t types[] = {
+    T_INT(MPI_INT8_T, int8_t, 1),
+    T_INT(MPI_UINT8_T, uint8_t, 0),
+    T_INT(MPI_INT16_T, int16_t, 1),
+    T_INT(MPI_UINT16_T, uint16_t, 0),
+    T_INT(MPI_INT32_T, int32_t, 1),
+    T_INT(MPI_UINT32_T, uint32_t, 0),
+    T_INT(MPI_INT64_T, int64_t, 1),
+    T_INT(MPI_UINT64_T, uint64_t, 0),
+    T_INT(MPI_SIGNED_CHAR, signed char, 1),
+    T_INT(MPI_UNSIGNED_CHAR, unsigned char, 0),
+    T_INT(MPI_SHORT, short, 1),
+    T_INT(MPI_UNSIGNED_SHORT, unsigned short, 0),
+    T_INT(MPI_INT, int, 1),
+    T_INT(MPI_UNSIGNED, unsigned, 0),
+    T_INT(MPI_LONG, long, 1),
+    T_INT(MPI_UNSIGNED_LONG, unsigned long, 0),
+    T_INT(MPI_LONG_LONG_INT, long long, 1),
+    T_INT(MPI_UNSIGNED_LONG_LONG, unsigned long long, 0),
+    T_INT(MPI_AINT, MPI_Aint, 1),
+    T_INT(MPI_OFFSET, MPI_Offset, 1),
+    T_INT(MPI_COUNT, MPI_Count, 1),
+    T_OTHER(MPI_FLOAT, K_FLOAT, S_FLOAT, float),
+    T_OTHER(MPI_DOUBLE, K_FLOAT, S_DOUBLE, double),
+    T_OTHER(MPI_LONG_DOUBLE, K_FLOAT, S_LDOUBLE, long double),
+    T_OTHER(MPI_C_BOOL, K_BOOL, S_BOOL, _Bool),
+    T_OTHER(MPI_BYTE, K_BYTE, S_INT, unsigned char),
+    T_OTHER(MPI_C_FLOAT_COMPLEX, K_COMPLEX, S_CFLOAT, float _Complex),
+    T_OTHER(MPI_C_DOUBLE_COMPLEX, K_COMPLEX, S_CDOUBLE, double _Complex),
+    T_OTHER(MPI_FLOAT_INT, K_PAIR, S_FLOAT_INT, float_int_t),
+    T_OTHER(MPI_DOUBLE_INT, K_PAIR, S_DOUBLE_INT, double_int_t),
+    T_OTHER(MPI_LONG_INT, K_PAIR, S_LONG_INT, long_int_t),
+    T_OTHER(MPI_2INT, K_PAIR, S_2INT, two_int_t),
+    T_OTHER(MPI_SHORT_INT, K_PAIR, S_SHORT_INT, short_int_t),
+    T_OTHER(MPI_LONG_DOUBLE_INT, K_PAIR, S_LDOUBLE_INT, ldouble_int_t),
+};
+#define NTYPES ((int) (sizeof(types) / sizeof(types[0])))
+
+/* Handles are not constant expressions in every MPI, so map at run time. */
+static MPI_Op op_handle(int op)
+{
+    const MPI_Op ops[O_N] = {
+        MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX, MPI_LAND, MPI_LOR, MPI_LXOR, MPI_BAND,
+        MPI_BOR, MPI_BXOR, MPI_MINLOC, MPI_MAXLOC
+    };
+    return ops[op];
+}
+
+/* Which (op, type) pairs the MPI standard defines. */
+static int op_allowed(int op, int kind)
+{
+    switch (op) {
+    case O_SUM:
+    case O_PROD:
+        return K_INT == kind || K_FLOAT == kind || K_COMPLEX == kind;
+    case O_MIN:
+    case O_MAX:
+        return K_INT == kind || K_FLOAT == kind;
+    case O_LAND:
+    case O_LOR:
+    case O_LXOR:
+        return K_INT == kind || K_BOOL == kind;
+    case O_BAND:
+    case O_BOR:
+    case O_BXOR:
+        return K_INT == kind || K_BYTE == kind;
+    default:
+        return K_PAIR == kind;
+    }
+}
+
+/* ---- element values and the reference ---------------------------------------- */
+
+/* One element, whatever its type: integers as bits normalized to the type's
+ * width (sign-extended when signed), real values and indices exactly. */
+typedef struct {
+    uint64_t u;
+    long double re, im;
+    int idx;
+} val_t;
+
+static uint64_t int_norm(const stype_t *t, uint64_t x)
+{
+    if (t->size >= 8) {
+        return x;
+    }
+    unsigned bits = (unsigned) t->size * 8;
+    uint64_t mask = (1ULL << bits) - 1;
+    x &= mask;
+    if (t->sgn && ((x >> (bits - 1)) & 1)) {
+        x |= ~mask;
+    }
+    return x;
+}
+
+static const long double prod_reals[8] = { 1, -1, 2, -2, 0.5L, -0.5L, 1, -1 };
+static const int cpx_re[8] = { 1, -1, 0, 0, 1, 1, -1, 2 };
+static const int cpx_im[8] = { 0, 0, 1, -1, 1, -1, 1, 0 };
+
+/*
+ * The contribution behind hash h. Integers use their full range (sums and
+ * products wrap, which catches saturation), except that products draw odd
+ * numbers (units modulo 2^N keep all their bits). Reals are integers or
+ * quarters small enough, and products powers of two, that every partial
+ * result is exact in float at MAX_RANKS ranks: the reference is exact whatever
+ * the combine order. Pair values repeat often so that ties on the value
+ * exercise the index rule.
+ */
+static void gen(const stype_t *t, int op, uint64_t h, val_t *v)
+{
+    memset(v, 0, sizeof(*v));
+    uint64_t bits = t_mix(h ^ 0x5bd1e9955bd1e995ULL);
+    switch (t->kind) {
+    case K_INT:
+    case K_BYTE:
+        if (O_PROD == op) {
+            bits = 0 == h % 97 ? 0 : bits | 1;
+        } else if (O_LAND == op || O_LOR == op || O_LXOR == op) {
+            int zero = O_LAND == op ? 0 == h % 16 : (int) (h & 1);
+            bits = zero ? 0 : (0 != int_norm(t, bits) ? bits : 1);
+        }
+        v->u = int_norm(t, bits);
+        break;
+    case K_BOOL:
+        v->u = O_LAND == op ? 0 != h % 16 : (h & 1);
+        break;
+    case K_FLOAT:
+        if (O_PROD == op) {
+            v->re = prod_reals[h & 7];
+        } else {
+            v->re = (long double) ((long) (bits % 4001) - 2000) / 4;
+        }
+        break;
+    case K_COMPLEX:
+        if (O_PROD == op) {
+            v->re = cpx_re[h & 7];
+            v->im = cpx_im[h & 7];
+        } else {
+            v->re = (long double) ((long) (bits % 2001) - 1000);
+            v->im = (long double) ((long) ((bits >> 24) % 2001) - 1000);
+        }
+        break;
+    default:
+        v->re = (long double) ((long) (bits % 16) - 8);
+        if (S_FLOAT_INT == t->store || S_DOUBLE_INT == t->store
+            || S_LDOUBLE_INT == t->store) {
+            v->re /= 2;
+        }
+        v->idx = (int) ((bits >> 32) % 2001) - 1000;
+        break;
+    }
+}
+
+/* acc = acc op in, as C and MPI define it. */
+static void combine(const stype_t *t, int op, val_t *acc, const val_t *in)
+{
+    switch (t->kind) {
+    case K_INT:
+    case K_BYTE:
+    case K_BOOL: {
+        uint64_t a = acc->u, b = in->u;
+        int less = t->sgn ? (int64_t) b < (int64_t) a : b < a;
+        switch (op) {
+        case O_SUM: acc->u = int_norm(t, a + b); break;
+        case O_PROD: acc->u = int_norm(t, a * b); break;
+        case O_MIN: acc->u = less ? b : a; break;
+        case O_MAX: acc->u = (!less && a != b) ? b : a; break;
+        case O_LAND: acc->u = (0 != a) && (0 != b); break;
+        case O_LOR: acc->u = (0 != a) || (0 != b); break;
+        case O_LXOR: acc->u = (0 != a) != (0 != b); break;
+        case O_BAND: acc->u = a & b; break;
+        case O_BOR: acc->u = a | b; break;
+        case O_BXOR: acc->u = a ^ b; break;
+        default: break;
+        }
+        break;
+    }
+    case K_FLOAT:
+        switch (op) {
+        case O_SUM: acc->re += in->re; break;
+        case O_PROD: acc->re *= in->re; break;
+        case O_MIN: acc->re = in->re < acc->re ? in->re : acc->re; break;
+        case O_MAX: acc->re = in->re > acc->re ? in->re : acc->re; break;
+        default: break;
+        }
+        break;
+    case K_COMPLEX:
+        if (O_SUM == op) {
+            acc->re += in->re;
+            acc->im += in->im;
+        } else {
+            long double re = acc->re * in->re - acc->im * in->im;
+            long double im = acc->re * in->im + acc->im * in->re;
+            acc->re = re;
+            acc->im = im;
+        }
+        break;
+    default: {
+        int better = O_MINLOC == op ? in->re < acc->re : in->re > acc->re;
+        if (better || (in->re == acc->re && in->idx < acc->idx)) {
+            *acc = *in;
+        }
+        break;
+    }
+    }
+}
+
+static void put(const stype_t *t, void *buf, size_t i, const val_t *v)
+{
+    unsigned char *p = (unsigned char *) buf + i * t->size;
+    switch (t->store) {
+    case S_INT:
+        switch (t->size) {
+        case 1: { uint8_t x = (uint8_t) v->u; memcpy(p, &x, 1); break; }
+        case 2: { uint16_t x = (uint16_t) v->u; memcpy(p, &x, 2); break; }
+        case 4: { uint32_t x = (uint32_t) v->u; memcpy(p, &x, 4); break; }
+        default: memcpy(p, &v->u, 8); break;
+        }
+        break;
+    case S_FLOAT: { float x = (float) v->re; memcpy(p, &x, sizeof(x)); break; }
+    case S_DOUBLE: { double x = (double) v->re; memcpy(p, &x, sizeof(x)); break; }
+    case S_LDOUBLE: { long double x = v->re; memcpy(p, &x, sizeof(x)); break; }
+    case S_BOOL: { unsigned char x = (unsigned char) v->u; memcpy(p, &x, 1); break; }
+    case S_CFLOAT: {
+        float x[2] = { (float) v->re, (float) v->im };
+        memcpy(p, x, sizeof(x));
+        break;
+    }
+    case S_CDOUBLE: {
+        double x[2] = { (double) v->re, (double) v->im };
+        memcpy(p, x, sizeof(x));
+        break;
+    }
+#define PUT_PAIR(S, T, VT)                                                          \
+    case S: {                                                                       \
+        T x;                                                                        \
+        memset(&x, 0, sizeof(x));                                                   \
+        x.v = (VT) v->re;                                                           \
+        x.i = v->idx;                                                               \
+        memcpy(p, &x, sizeof(x));                                                   \
+        break;                                                                      \
+    }
+    PUT_PAIR(S_FLOAT_INT, float_int_t, float)
+    PUT_PAIR(S_DOUBLE_INT, double_int_t, double)
+    PUT_PAIR(S_LONG_INT, long_int_t, long)
+    PUT_PAIR(S_2INT, two_int_t, int)
+    PUT_PAIR(S_SHORT_INT, short_int_t, short)
+    PUT_PAIR(S_LDOUBLE_INT, ldouble_int_t, long double)
+    default:
+        break;
+    }
+}
+
+static void get(const stype_t *t, const void *buf, size_t i, val_t *v)
+{
+    const unsigned char *p = (const unsigned char *) buf + i * t->size;
+    memset(v, 0, sizeof(*v));
+    switch (t->store) {
+    case S_INT:
+        switch (t->size) {
+        case 1: { uint8_t x; memcpy(&x, p, 1); v->u = x; break; }
+        case 2: { uint16_t x; memcpy(&x, p, 2); v->u = x; break; }
+        case 4: { uint32_t x; memcpy(&x, p, 4); v->u = x; break; }
+        default: memcpy(&v->u, p, 8); break;
+        }
+        v->u = int_norm(t, v->u);
+        break;
+    case S_FLOAT: { float x; memcpy(&x, p, sizeof(x)); v->re = x; break; }
+    case S_DOUBLE: { double x; memcpy(&x, p, sizeof(x)); v->re = x; break; }
+    case S_LDOUBLE: { long double x; memcpy(&x, p, sizeof(x)); v->re = x; break; }
+    case S_BOOL: { unsigned char x; memcpy(&x, p, 1); v->u = x; break; }
+    case S_CFLOAT: {
+        float x[2];
+        memcpy(x, p, sizeof(x));
+        v->re = x[0];
+        v->im = x[1];
+        break;
+    }
+    case S_CDOUBLE: {
+        double x[2];
+        memcpy(x, p, sizeof(x));
+        v->re = x[0];
+        v->im = x[1];
+        break;
+    }
+#define GET_PAIR(S, T)                                                              \
+    case S: {                                                                       \
+        T x;                                                                        \
+        memcpy(&x, p, sizeof(x));                                                   \
+        v->re = (long double) x.v;                                                  \
+        v->idx = x.i;                                                               \
+        break;                                                                      \
+    }
+    GET_PAIR(S_FLOAT_INT, float_int_t)
+    GET_PAIR(S_DOUBLE_INT, double_int_t)
+    GET_PAIR(S_LONG_INT, long_int_t)
+    GET_PAIR(S_2INT, two_int_t)
+    GET_PAIR(S_SHORT_INT, short_int_t)
+    GET_PAIR(S_LDOUBLE_INT, ldouble_int_t)
+    default:
+        break;
+    }
+}
+
+/* Values are exact, so equality is exact (and +0 == -0, which MPI leaves open). */
+static int same(const stype_t *t, const val_t *a, const val_t *b)
+{
+    switch (t->kind) {
+    case K_INT:
+    case K_BYTE:
+    case K_BOOL:
+        return a->u == b->u;
+    case K_FLOAT:
+        return a->re == b->re;
+    case K_COMPLEX:
+        return a->re == b->re && a->im == b->im;
+    default:
+        return a->re == b->re && a->idx == b->idx;
+    }
+}
+
+static void fmtv(const stype_t *t, const val_t *v, char *s, size_t n)
+{
+    switch (t->kind) {
+    case K_INT:
+    case K_BYTE:
+    case K_BOOL:
+        snprintf(s, n, "%s%llu (0x%llx)", t->sgn && (int64_t) v->u < 0 ? "-" : "",
+                 t->sgn && (int64_t) v->u < 0 ? 0ULL - (unsigned long long) v->u
+                                               : (unsigned long long) v->u,
+                 (unsigned long long) v->u);
+        break;
+    case K_FLOAT:
+        snprintf(s, n, "%.21Lg", v->re);
+        break;
+    case K_COMPLEX:
+        snprintf(s, n, "(%.21Lg, %.21Lg)", v->re, v->im);
+        break;
+    default:
+        snprintf(s, n, "(%.21Lg, %d)", v->re, v->idx);
+        break;
+    }
+}
+
+/* Per-rank seeds of one call's data: element i of rank r is t_mix(rseed[r] + i). */
+static void rank_seeds(uint64_t seed, int n, uint64_t *rseed)
+{
+    for (int r = 0; r < n; r++) {
+        rseed[r] = t_mix(seed ^ t_mix(0xc011ULL + (uint64_t) r));
+    }
+}
+
+/* ---- checks, per thread ---------------------------------------------------------- */
+
+typedef struct {
+    unsigned long long pass, fail;
+    unsigned long long calls, bytes, iters;
+    unsigned long long tok;     /* this iteration's number, the same on every member */
+    unsigned long long by_coll[C_N], by_form[F_N];
+    int thread;             /* -1: the main thread */
+} ctx_t;
+
+static atomic_int printed_fails;
+
+static int check(ctx_t *x, int ok, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int check(ctx_t *x, int ok, const char *fmt, ...)
+{
+    if (ok) {
+        x->pass++;
+        return 1;
+    }
+    x->fail++;
+    int nth = atomic_fetch_add(&printed_fails, 1);
+    if (nth < T_MAX_PRINTED_FAILS) {
+        char msg[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        if (x->thread >= 0) {
+            fprintf(stderr, "FAIL t_stress[rank %d thread %d]: %s\n", t_wrank, x->thread, msg);
+        } else {
+            fprintf(stderr, "FAIL t_stress[rank %d]: %s\n", t_wrank, msg);
+        }
+        if (T_MAX_PRINTED_FAILS - 1 == nth) {
+            fprintf(stderr, "FAIL t_stress[rank %d]: further failure messages suppressed\n",
+                    t_wrank);
+        }
+        fflush(stderr);
+    }
+    return 0;
+}
+
+/* ---- barrier arrival: a shared array of tokens ----------------------------------- */
+
+/*
+ * Before a barrier each rank stores a token that grows from barrier to barrier
+ * into its own word of a node-shared window; after it, every member's word must
+ * be at least that token, i.e. every member has entered. One word per (rank,
+ * thread). Not available (and not checked) when the ranks span nodes.
+ */
+static _Atomic uint64_t *arrivals;
+static MPI_Win arrivals_win = MPI_WIN_NULL;
+
+static void arrivals_open(void)
+{
+    MPI_Comm node;
+    int nsize = 0;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &nsize);
+    if (nsize == t_wsize) {
+        MPI_Aint bytes = (MPI_Aint) (sizeof(uint64_t) * MAX_THREADS);
+        void *mine = NULL;
+        if (MPI_SUCCESS == MPI_Win_allocate_shared(bytes, sizeof(uint64_t), MPI_INFO_NULL,
+                                                   node, &mine, &arrivals_win)) {
+            MPI_Aint sz;
+            int du;
+            void *base = NULL;
+            MPI_Win_shared_query(arrivals_win, 0, &sz, &du, &base);
+            arrivals = base;
+            memset(mine, 0, (size_t) bytes);
+        }
+    }
+    MPI_Comm_free(&node);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (NULL == arrivals) {
+        t_note("  (ranks span nodes or no shared window: barrier arrival not checked)\n");
+    }
+}
+
+static void arrivals_close(void)
+{
+    if (MPI_WIN_NULL != arrivals_win) {
+        MPI_Win_free(&arrivals_win);
+    }
+    arrivals = NULL;
+}
+
+/* ---- communicators ------------------------------------------------------------- */
+
+typedef struct {
+    char name[48];
+    MPI_Comm comm;
+    int size, rank;
+    int wranks[MAX_RANKS];      /* world rank of every member */
+} scomm_t;
+
+/* 0 if comm is MPI_COMM_NULL (not a member) */
+static int scomm_init(scomm_t *s, MPI_Comm comm, const char *name)
+{
+    memset(s, 0, sizeof(*s));
+    s->comm = comm;
+    snprintf(s->name, sizeof(s->name), "%s", name);
+    if (MPI_COMM_NULL == comm) {
+        return 0;
+    }
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    MPI_Comm_size(comm, &s->size);
+    MPI_Comm_rank(comm, &s->rank);
+    MPI_Group g, wg;
+    MPI_Comm_group(comm, &g);
+    MPI_Comm_group(MPI_COMM_WORLD, &wg);
+    int idx[MAX_RANKS];
+    for (int r = 0; r < s->size && r < MAX_RANKS; r++) {
+        idx[r] = r;
+    }
+    MPI_Group_translate_ranks(g, s->size < MAX_RANKS ? s->size : MAX_RANKS, idx, wg,
+                              s->wranks);
+    MPI_Group_free(&g);
+    MPI_Group_free(&wg);
+    return 1;
+}
+
+/* ---- one call -------------------------------------------------------------------- */
+
+typedef struct {
+    int coll, ti, op, count, root, inplace, null_recv;
+    uint64_t seed;              /* this start's data */
+    uint64_t token;             /* barrier arrival token */
+    unsigned char *sbuf, *rbuf; /* count * size + GUARD bytes each */
+} call_t;
+
+typedef struct {
+    unsigned char *mem[2 * MULTI];
+    size_t cap;                 /* max bytes of one buffer */
+} bufs_t;
+
+static void bufs_alloc(bufs_t *b, size_t max_bytes)
+{
+    b->cap = max_bytes;
+    for (int i = 0; i < 2 * MULTI; i++) {
+        /* 64 spare bytes in front: buffers start at varying offsets */
+        b->mem[i] = malloc(max_bytes + GUARD + 64);
+        if (NULL == b->mem[i]) {
+            fprintf(stderr, "t_stress: out of memory\n");
+            MPI_Abort(MPI_COMM_WORLD, 3);
+        }
+        memset(b->mem[i], 0, max_bytes + GUARD + 64);
+    }
+}
+
+static void bufs_free(bufs_t *b)
+{
+    for (int i = 0; i < 2 * MULTI; i++) {
+        free(b->mem[i]);
+    }
+}
+
+static const size_t edges[] = {
+    0, 1, 2, 7, 8, 56, 63, 64, 65, 127, 128, 129, 224, 225, 256, 448, 1024, 4096, 8192,
+    16383, 16384, 16385, 32768, 65536, 131071, 131072, 131073, 262144, 524288,
+    1048576, 2097152
+};
+#define NEDGES ((int) (sizeof(edges) / sizeof(edges[0])))
+
+/* A count whose byte size is biased to the edges of the size policies and
+ * segmenting, within max_bytes. */
+static int pick_count(uint64_t h, size_t elem, size_t max_bytes)
+{
+    size_t bytes;
+    switch (h % 8) {
+    case 0:
+    case 1:
+    case 2:
+        bytes = edges[(h >> 3) % NEDGES];
+        break;
+    case 3:
+    case 4: {
+        /* log-uniform over 1 .. max_bytes */
+        unsigned lg = 1 + (unsigned) ((h >> 3) % 21);
+        bytes = ((size_t) 1 << lg) + (size_t) ((h >> 8) % ((size_t) 1 << lg));
+        break;
+    }
+    default:
+        bytes = (size_t) ((h >> 3) % 1025);
+        break;
+    }
+    long count = (long) (bytes / elem);
+    count += (long) ((h >> 40) % 3) - 1;
+    if (0 == (h >> 44) % 4) {
+        count |= 1;
+    }
+    if (count < 0) {
+        count = 0;
+    }
+    if ((size_t) count * elem > max_bytes) {
+        count = (long) (max_bytes / elem);
+    }
+    return (int) count;
+}
+
+static int type_op_usable(int ti, int op, int strict)
+{
+    return op_allowed(op, types[ti].kind) && (strict || !types[ti].libbug[op]);
+}
+
+static int g_strict;
+
+/* Random parameters of one call on a communicator of n ranks. */
+static void pick_call(call_t *c, uint64_t h, int n, size_t max_bytes)
+{
+    memset(c, 0, sizeof(*c));
+    unsigned w = (unsigned) (h % 20);
+    c->coll = w < 8 ? C_ALLREDUCE : w < 13 ? C_REDUCE : w < 18 ? C_BCAST : C_BARRIER;
+    uint64_t h2 = t_mix(h ^ 0x7ea5ULL);
+    c->ti = (int) (h2 % NTYPES);
+    if (C_ALLREDUCE == c->coll || C_REDUCE == c->coll) {
+        int ops[O_N], nops = 0;
+        for (int tries = 0; 0 == nops && tries < NTYPES; tries++) {
+            for (int o = 0; o < O_N; o++) {
+                if (type_op_usable(c->ti, o, g_strict)) {
+                    ops[nops++] = o;
+                }
+            }
+            if (0 == nops) {
+                c->ti = (c->ti + 1) % NTYPES;
+            }
+        }
+        c->op = ops[(h2 >> 16) % (uint64_t) nops];
+    } else {
+        c->op = O_SUM;
+    }
+    uint64_t h3 = t_mix(h ^ 0xc0ffeeULL);
+    c->count = C_BARRIER == c->coll ? 0 : pick_count(h3, types[c->ti].size, max_bytes);
+    c->root = (int) ((h3 >> 48) % (uint64_t) n);
+    c->inplace = (C_ALLREDUCE == c->coll || C_REDUCE == c->coll) && 0 == (h2 >> 40) % 4;
+    c->null_recv = C_REDUCE == c->coll && 0 == (h2 >> 44) % 8;
+}
+
+static void place_buffers(call_t *c, bufs_t *b, int slot, uint64_t h)
+{
+    /* offsets that keep every type aligned but move the buffers off cache lines */
+    c->sbuf = b->mem[2 * slot] + 16 * (h % 4);
+    c->rbuf = b->mem[2 * slot + 1] + 16 * ((h >> 2) % 4);
+}
+
+/* Where this rank's contribution lives and what it passes to MPI. */
+static int input_in_recv(const call_t *c, const scomm_t *s)
+{
+    return c->inplace && (C_ALLREDUCE == c->coll || s->rank == c->root);
+}
+
+static int uses_recv(const call_t *c, const scomm_t *s)
+{
+    return !(C_REDUCE == c->coll && s->rank != c->root && c->null_recv);
+}
+
+static const void *send_arg(const call_t *c, const scomm_t *s)
+{
+    return input_in_recv(c, s) ? MPI_IN_PLACE : c->sbuf;
+}
+
+static void *recv_arg(const call_t *c, const scomm_t *s)
+{
+    return uses_recv(c, s) ? c->rbuf : NULL;
+}
+
+/* Writes this rank's data for c->seed, junk where results go, and the guards. */
+static void fill(call_t *c, const scomm_t *s)
+{
+    const stype_t *t = &types[c->ti];
+    size_t bytes = (size_t) c->count * t->size;
+    uint64_t rs[1];
+    val_t v;
+    if (C_BARRIER == c->coll) {
+        return;
+    }
+    if (C_BCAST == c->coll) {
+        memset(c->rbuf, JUNK_BYTE, bytes);
+        if (s->rank == c->root) {
+            uint64_t all[MAX_RANKS];
+            rank_seeds(c->seed, c->root + 1, all);
+            for (int i = 0; i < c->count; i++) {
+                gen(t, c->op, t_mix(all[c->root] + (uint64_t) i), &v);
+                put(t, c->rbuf, (size_t) i, &v);
+            }
+        }
+        memset(c->rbuf + bytes, GUARD_BYTE, GUARD);
+        return;
+    }
+    uint64_t all[MAX_RANKS];
+    rank_seeds(c->seed, s->rank + 1, all);
+    rs[0] = all[s->rank];
+    unsigned char *in = input_in_recv(c, s) ? c->rbuf : c->sbuf;
+    if (!input_in_recv(c, s)) {
+        memset(c->rbuf, JUNK_BYTE, bytes);
+    }
+    for (int i = 0; i < c->count; i++) {
+        gen(t, c->op, t_mix(rs[0] + (uint64_t) i), &v);
+        put(t, in, (size_t) i, &v);
+    }
+    memset(c->sbuf + bytes, GUARD_BYTE, GUARD);
+    memset(c->rbuf + bytes, GUARD_BYTE, GUARD);
+}
+
+static int guard_ok(const unsigned char *p)
+{
+    for (int i = 0; i < GUARD; i++) {
+        if (GUARD_BYTE != p[i]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void describe(char *d, size_t n, const ctx_t *x, const call_t *c, const scomm_t *s,
+                     int form)
+{
+    snprintf(d, n, "iteration %llu %s on %s (%d ranks, rank %d): %s %s %s count %d root %d%s%s",
+             x->iters, form_names[form], s->name, s->size, s->rank, coll_names[c->coll],
+             types[c->ti].name, C_BCAST == c->coll || C_BARRIER == c->coll ? ""
+                                                                            : op_names[c->op],
+             c->count, c->root, c->inplace ? " in place" : "",
+             c->null_recv && s->rank != c->root && C_REDUCE == c->coll ? " recvbuf NULL" : "");
+}
+
+static void arrive(const call_t *c, int thread)
+{
+    if (NULL != arrivals && C_BARRIER == c->coll) {
+        atomic_store_explicit(&arrivals[t_wrank * MAX_THREADS + thread], c->token,
+                              memory_order_release);
+    }
+}
+
+/* Checks the completed call c (MPI return code rc) against the reference. */
+static void verify(ctx_t *x, const call_t *c, const scomm_t *s, int form, int rc)
+{
+    const stype_t *t = &types[c->ti];
+    char d[256];
+    x->calls++;
+    x->by_coll[c->coll]++;
+    x->bytes += (uint64_t) c->count * t->size;
+    if (MPI_SUCCESS != rc) {
+        describe(d, sizeof(d), x, c, s, form);
+        check(x, 0, "%s: returned %d", d, rc);
+        return;
+    }
+    if (C_BARRIER == c->coll) {
+        int late = -1;
+        for (int r = 0; NULL != arrivals && r < s->size && late < 0; r++) {
+            uint64_t tok = atomic_load_explicit(
+                &arrivals[s->wranks[r] * MAX_THREADS + (x->thread < 0 ? 0 : x->thread)],
+                memory_order_acquire);
+            if (tok < c->token) {
+                late = r;
+            }
+        }
+        if (late >= 0) {
+            describe(d, sizeof(d), x, c, s, form);
+        }
+        check(x, late < 0, "%s: rank %d had not entered the barrier when it returned", d,
+              late);
+        return;
+    }
+    size_t bytes = (size_t) c->count * t->size;
+    uint64_t rs[MAX_RANKS];
+    int n = s->size;
+    rank_seeds(c->seed, n, rs);
+    int result_here = C_REDUCE != c->coll || s->rank == c->root;
+    long bad = -1, bad_send = -1;
+    val_t got, exp, v, mine;
+    for (int i = 0; i < c->count && bad < 0 && bad_send < 0; i++) {
+        if (C_BCAST == c->coll) {
+            gen(t, c->op, t_mix(rs[c->root] + (uint64_t) i), &exp);
+        } else {
+            gen(t, c->op, t_mix(rs[0] + (uint64_t) i), &exp);
+            for (int r = 1; r < n; r++) {
+                gen(t, c->op, t_mix(rs[r] + (uint64_t) i), &v);
+                combine(t, c->op, &exp, &v);
+            }
+            if (!input_in_recv(c, s)) {
+                gen(t, c->op, t_mix(rs[s->rank] + (uint64_t) i), &mine);
+                get(t, c->sbuf, (size_t) i, &got);
+                if (!same(t, &got, &mine)) {
+                    bad_send = i;
+                }
+            }
+        }
+        if (result_here) {
+            get(t, c->rbuf, (size_t) i, &got);
+            if (!same(t, &got, &exp)) {
+                bad = i;
+            }
+        }
+    }
+    if (bad >= 0 || bad_send >= 0) {
+        char gs[96], es[96];
+        describe(d, sizeof(d), x, c, s, form);
+        if (bad >= 0) {
+            fmtv(t, &got, gs, sizeof(gs));
+            fmtv(t, &exp, es, sizeof(es));
+            check(x, 0, "%s: element %ld is %s, expected %s", d, bad, gs, es);
+        } else {
+            fmtv(t, &got, gs, sizeof(gs));
+            fmtv(t, &mine, es, sizeof(es));
+            check(x, 0, "%s: send buffer element %ld changed to %s from %s", d, bad_send, gs,
+                  es);
+        }
+        return;
+    }
+    int guards = (!uses_recv(c, s) || guard_ok(c->rbuf + bytes))
+                 && (C_BCAST == c->coll || input_in_recv(c, s) || guard_ok(c->sbuf + bytes));
+    if (!guards) {
+        describe(d, sizeof(d), x, c, s, form);
+    }
+    check(x, guards, "%s: bytes written past the end of a buffer", d);
+}
+
+/* ---- forms ---------------------------------------------------------------------- */
+
+static int start_nb(call_t *c, const scomm_t *s, MPI_Request *req)
+{
+    const stype_t *t = &types[c->ti];
+    switch (c->coll) {
+    case C_ALLREDUCE:
+        return MPI_Iallreduce(send_arg(c, s), recv_arg(c, s), c->count, t->dt,
+                              op_handle(c->op), s->comm, req);
+    case C_REDUCE:
+        return MPI_Ireduce(send_arg(c, s), recv_arg(c, s), c->count, t->dt, op_handle(c->op),
+                           c->root, s->comm, req);
+    case C_BCAST:
+        return MPI_Ibcast(c->rbuf, c->count, t->dt, c->root, s->comm, req);
+    default:
+        return MPI_Ibarrier(s->comm, req);
+    }
+}
+
+static int run_blocking(call_t *c, const scomm_t *s)
+{
+    const stype_t *t = &types[c->ti];
+    switch (c->coll) {
+    case C_ALLREDUCE:
+        return MPI_Allreduce(send_arg(c, s), recv_arg(c, s), c->count, t->dt,
+                             op_handle(c->op), s->comm);
+    case C_REDUCE:
+        return MPI_Reduce(send_arg(c, s), recv_arg(c, s), c->count, t->dt, op_handle(c->op),
+                          c->root, s->comm);
+    case C_BCAST:
+        return MPI_Bcast(c->rbuf, c->count, t->dt, c->root, s->comm);
+    default:
+        return MPI_Barrier(s->comm);
+    }
+}
+
+static int init_persistent(call_t *c, const scomm_t *s, MPI_Request *req)
+{
+    const stype_t *t = &types[c->ti];
+    switch (c->coll) {
+    case C_ALLREDUCE:
+        return MPIX_Allreduce_init(send_arg(c, s), recv_arg(c, s), c->count, t->dt,
+                                   op_handle(c->op), s->comm, MPI_INFO_NULL, req);
+    case C_REDUCE:
+        return MPIX_Reduce_init(send_arg(c, s), recv_arg(c, s), c->count, t->dt,
+                                op_handle(c->op), c->root, s->comm, MPI_INFO_NULL, req);
+    case C_BCAST:
+        return MPIX_Bcast_init(c->rbuf, c->count, t->dt, c->root, s->comm, MPI_INFO_NULL, req);
+    default:
+        return MPIX_Barrier_init(s->comm, MPI_INFO_NULL, req);
+    }
+}
+
+static int wait_by_test(MPI_Request *req)
+{
+    int flag = 0, rc = MPI_SUCCESS;
+    while (MPI_SUCCESS == rc && !flag) {
+        rc = MPI_Test(req, &flag, MPI_STATUS_IGNORE);
+    }
+    return rc;
+}
+
+/*
+ * One iteration on communicator s: a form and 1 (or MULTI) random calls, all
+ * derived from h, identical on every member.
+ */
+static void run_iteration(ctx_t *x, const scomm_t *s, bufs_t *b, uint64_t h, size_t max_bytes)
+{
+    int tid = x->thread < 0 ? 0 : x->thread;
+    unsigned fw = (unsigned) (t_mix(h ^ 0xf0f0ULL) % 20);
+    int form = fw < 7 ? F_BLOCKING : fw < 11 ? F_NB_WAIT : fw < 13 ? F_NB_TEST
+               : fw < 17 ? F_PERSISTENT : F_NB_MULTI;
+    x->by_form[form]++;
+    uint64_t token_base = (x->tok + 1) << 4;
+    if (F_NB_MULTI == form) {
+        call_t c[MULTI];
+        MPI_Request req[MULTI];
+        int rc[MULTI];
+        for (int k = 0; k < MULTI; k++) {
+            uint64_t hk = t_mix(h + 0x100ULL * (uint64_t) (k + 1));
+            pick_call(&c[k], hk, s->size, max_bytes);
+            place_buffers(&c[k], b, k, hk >> 7);
+            c[k].seed = t_mix(hk ^ 0xda7aULL);
+            c[k].token = token_base + (uint64_t) k;
+            fill(&c[k], s);
+            arrive(&c[k], tid);
+            rc[k] = start_nb(&c[k], s, &req[k]);
+            if (MPI_SUCCESS != rc[k]) {
+                req[k] = MPI_REQUEST_NULL;
+            }
+        }
+        int wrc = MPI_Waitall(MULTI, req, MPI_STATUSES_IGNORE);
+        for (int k = 0; k < MULTI; k++) {
+            verify(x, &c[k], s, form, MPI_SUCCESS != rc[k] ? rc[k] : wrc);
+        }
+        return;
+    }
+    call_t c;
+    pick_call(&c, h, s->size, max_bytes);
+    place_buffers(&c, b, 0, h >> 7);
+    c.seed = t_mix(h ^ 0xda7aULL);
+    c.token = token_base;
+    MPI_Request req = MPI_REQUEST_NULL;
+    int rc;
+    switch (form) {
+    case F_BLOCKING:
+        fill(&c, s);
+        arrive(&c, tid);
+        verify(x, &c, s, form, run_blocking(&c, s));
+        break;
+    case F_NB_WAIT:
+    case F_NB_TEST:
+        fill(&c, s);
+        arrive(&c, tid);
+        rc = start_nb(&c, s, &req);
+        if (MPI_SUCCESS == rc) {
+            rc = F_NB_WAIT == form ? MPI_Wait(&req, MPI_STATUS_IGNORE) : wait_by_test(&req);
+        }
+        verify(x, &c, s, form, rc);
+        break;
+    default: {
+        /* A persistent request started 1-3 times, new data before every start. */
+        int starts = 1 + (int) ((h >> 50) % 3);
+        rc = init_persistent(&c, s, &req);
+        if (MPI_SUCCESS != rc) {
+            verify(x, &c, s, form, rc);
+            break;
+        }
+        for (int k = 0; k < starts; k++) {
+            c.seed = t_mix(h ^ (0xda7aULL + (uint64_t) k));
+            c.token = token_base + (uint64_t) k;
+            fill(&c, s);
+            arrive(&c, tid);
+            rc = MPI_Start(&req);
+            if (MPI_SUCCESS == rc) {
+                rc = 0 == k % 2 ? MPI_Wait(&req, MPI_STATUS_IGNORE) : wait_by_test(&req);
+            }
+            verify(x, &c, s, form, rc);
+        }
+        MPI_Request_free(&req);
+        break;
+    }
+    }
+}
+
+/* ---- resources: RSS, /dev/shm, Shmem ------------------------------------------ */
+
+static long rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    if (NULL == f) {
+        return -1;
+    }
+    while (NULL != fgets(line, sizeof(line), f)) {
+        if (1 == sscanf(line, "VmRSS: %ld kB", &kib)) {
+            break;
+        }
+    }
+    fclose(f);
+    return kib;
+}
+
+static long shmem_kib(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    long kib = -1;
+    if (NULL == f) {
+        return -1;
+    }
+    while (NULL != fgets(line, sizeof(line), f)) {
+        if (1 == sscanf(line, "Shmem: %ld kB", &kib)) {
+            break;
+        }
+    }
+    fclose(f);
+    return kib;
+}
+
+typedef struct {
+    long all_n, all_kib;        /* every /dev/shm entry, allocated KiB */
+    long ofl_n, ofl_kib;        /* the component's segments, any job */
+    long ours_n, ours_kib;      /* the component's segments made by this job's ranks */
+    char ours_first[NAME_MAX + 1];
+} shm_t;
+
+static int *job_pids;
+
+/* Segments are named /coll_offload.<pid of the creating rank>.<cid>.<serial>. */
+static int made_by_this_job(const char *name)
+{
+    const char *p = strstr(name, "coll_offload.");
+    if (NULL == p) {
+        return 0;
+    }
+    int pid = atoi(p + strlen("coll_offload."));
+    for (int r = 0; r < t_wsize; r++) {
+        if (job_pids[r] == pid) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void shm_scan(shm_t *m)
+{
+    memset(m, 0, sizeof(*m));
+    DIR *d = opendir("/dev/shm");
+    if (NULL == d) {
+        return;
+    }
+    struct dirent *e;
+    while (NULL != (e = readdir(d))) {
+        if ('.' == e->d_name[0]) {
+            continue;
+        }
+        char path[NAME_MAX + 16];
+        struct stat st;
+        snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
+        if (0 != stat(path, &st)) {
+            continue;       /* unlinked meanwhile */
+        }
+        long kib = (long) (st.st_blocks / 2);
+        m->all_n++;
+        m->all_kib += kib;
+        if (NULL != strstr(e->d_name, "coll_offload")) {
+            m->ofl_n++;
+            m->ofl_kib += kib;
+            if (made_by_this_job(e->d_name)) {
+                if (0 == m->ours_n) {
+                    snprintf(m->ours_first, sizeof(m->ours_first), "%s", e->d_name);
+                }
+                m->ours_n++;
+                m->ours_kib += kib;
+            }
+        }
+    }
+    closedir(d);
+}
+
+typedef struct {
+    long rss_min, rss_max;      /* KiB over the ranks */
+    shm_t shm;                  /* as the first rank sees it */
+    long shmem;
+} res_t;
+
+/* Collective over MPI_COMM_WORLD (MPI_Allgather, not under test). */
+static void res_take(res_t *r)
+{
+    long mine = rss_kib(), *all = malloc(sizeof(long) * (size_t) t_wsize);
+    MPI_Allgather(&mine, 1, MPI_LONG, all, 1, MPI_LONG, MPI_COMM_WORLD);
+    r->rss_min = r->rss_max = all[0];
+    for (int i = 1; i < t_wsize; i++) {
+        r->rss_min = all[i] < r->rss_min ? all[i] : r->rss_min;
+        r->rss_max = all[i] > r->rss_max ? all[i] : r->rss_max;
+    }
+    free(all);
+    shm_scan(&r->shm);
+    r->shmem = shmem_kib();
+}
+
+static void res_print(const char *when, const res_t *r)
+{
+    t_note("  %-6s VmRSS %ld-%ld KiB per rank; /dev/shm %ld entries %ld KiB, coll_offload %ld "
+           "(%ld KiB), of this job %ld (%ld KiB); node Shmem %ld KiB\n", when, r->rss_min,
+           r->rss_max, r->shm.all_n, r->shm.all_kib, r->shm.ofl_n, r->shm.ofl_kib,
+           r->shm.ours_n, r->shm.ours_kib, r->shmem);
+}
+
+/*
+ * The checks of a run's end: this job's segments gone from /dev/shm (unlinking
+ * may trail the last free a little: a leftover must persist for 2 s), resident
+ * memory within RSS_BOUND of the warm-up baseline on every rank.
+ */
+static void res_check(ctx_t *x, long rss_warm, const res_t *before)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    shm_t now;
+    for (int tries = 0; tries < 20; tries++) {
+        shm_scan(&now);
+        if (now.ours_n <= before->shm.ours_n) {
+            break;
+        }
+        usleep(100000);
+    }
+    check(x, now.ours_n <= before->shm.ours_n, "/dev/shm holds %ld segments of this job "
+          "after the run (%ld before), e.g. %s", now.ours_n, before->shm.ours_n,
+          now.ours_first);
+    long rss = rss_kib();
+    check(x, rss >= 0 && rss - rss_warm <= RSS_BOUND / 1024, "resident memory grew by %ld KiB "
+          "after warm-up (%ld -> %ld KiB; bound %ld KiB)", rss - rss_warm, rss_warm, rss,
+          RSS_BOUND / 1024);
+}
+
+/* ---- MPI_T counters ------------------------------------------------------------- */
+
+static const char *form_prefix[3] = { "", "i", "p" };
+static t_pvar_t pv[3][C_N][2];      /* [blocking, i, p][coll][offloaded, fallback] */
+static char pv_names[3][C_N][2][64];
+
+static void pvars_open(void)
+{
+    for (int f = 0; f < 3; f++) {
+        for (int c = 0; c < C_N; c++) {
+            for (int k = 0; k < 2; k++) {
+                snprintf(pv_names[f][c][k], sizeof(pv_names[f][c][k]), "coll_offload_%s%s_%s",
+                         form_prefix[f], coll_names[c], k ? "fallback" : "offloaded");
+                pv[f][c][k].name = pv_names[f][c][k];
+            }
+        }
+    }
+    t_pvars_open(&pv[0][0][0], 3 * C_N * 2);
+}
+
+static void pvars_read(unsigned long long v[3][C_N][2])
+{
+    for (int f = 0; f < 3; f++) {
+        for (int c = 0; c < C_N; c++) {
+            for (int k = 0; k < 2; k++) {
+                t_pvar_read(&pv[f][c][k], &v[f][c][k]);
+            }
+        }
+    }
+}
+
+/* Prints the counters' growth summed over the ranks and, with --expect-offload,
+ * checks that every form the mode used ran offloaded at least once. */
+static void pvars_report(ctx_t *x, unsigned long long v0[3][C_N][2], int forms_used)
+{
+    unsigned long long v1[3][C_N][2], mine[3 * C_N * 2], sum[3 * C_N * 2];
+    pvars_read(v1);
+    int k = 0;
+    for (int f = 0; f < 3; f++) {
+        for (int c = 0; c < C_N; c++) {
+            for (int o = 0; o < 2; o++) {
+                mine[k++] = v1[f][c][o] - v0[f][c][o];
+            }
+        }
+    }
+    unsigned long long *all = malloc(sizeof(mine) * (size_t) t_wsize);
+    MPI_Allgather(mine, 3 * C_N * 2, MPI_UNSIGNED_LONG_LONG, all, 3 * C_N * 2,
+                  MPI_UNSIGNED_LONG_LONG, MPI_COMM_WORLD);
+    memset(sum, 0, sizeof(sum));
+    for (int r = 0; r < t_wsize; r++) {
+        for (int i = 0; i < 3 * C_N * 2; i++) {
+            sum[i] += all[r * 3 * C_N * 2 + i];
+        }
+    }
+    free(all);
+    if (!pv[0][0][0].found) {
+        t_note("  (no coll_offload MPI_T counters: component not loaded)\n");
+        if (t_opt.expect_offload) {
+            check(x, 0, "--expect-offload: the component's MPI_T counters do not exist");
+        }
+        return;
+    }
+    static const char *fname[3] = { "blocking", "nonblocking", "persistent" };
+    for (int f = 0; f < 3; f++) {
+        unsigned long long off = 0, fb = 0;
+        char line[256];
+        int len = 0;
+        for (int c = 0; c < C_N; c++) {
+            off += sum[(f * C_N + c) * 2];
+            fb += sum[(f * C_N + c) * 2 + 1];
+            len += snprintf(line + len, sizeof(line) - (size_t) len, " %s %llu/%llu",
+                            coll_names[c], sum[(f * C_N + c) * 2],
+                            sum[(f * C_N + c) * 2 + 1]);
+        }
+        t_note("  offloaded/fallback, %-11s (all ranks):%s\n", fname[f], line);
+        if (t_opt.expect_offload && (forms_used & (1 << f))) {
+            check(x, off > 0, "--expect-offload: no %s call ran offloaded (%llu fell back)",
+                  fname[f], fb);
+        }
+    }
+}
+
+/* ---- preflight: the library's own reductions ----------------------------------- */
+
+/*
+ * MPI_Reduce_local runs the library's reduction functions, which the fallback
+ * component uses too. A (type, op) pair they get wrong cannot be checked
+ * through the fallback; it is left out of the draw unless --strict.
+ */
+static void preflight(void)
+{
+    enum { N = 257 };
+    unsigned char *a = malloc(N * 32), *b = malloc(N * 32);
+    char list[2048] = "";
+    size_t len = 0;
+    int nbad = 0;
+    for (int ti = 0; ti < NTYPES; ti++) {
+        const stype_t *t = &types[ti];
+        for (int op = 0; op < O_N; op++) {
+            if (!op_allowed(op, t->kind)) {
+                continue;
+            }
+            uint64_t rs[2];
+            val_t va, vb;
+            rank_seeds(t_mix(0x9f1e ^ (uint64_t) (ti * O_N + op)), 2, rs);
+            for (int i = 0; i < N; i++) {
+                gen(t, op, t_mix(rs[0] + (uint64_t) i), &va);
+                gen(t, op, t_mix(rs[1] + (uint64_t) i), &vb);
+                put(t, a, (size_t) i, &va);
+                put(t, b, (size_t) i, &vb);
+            }
+            int rc = MPI_Reduce_local(a, b, N, t->dt, op_handle(op));
+            int wrong = MPI_SUCCESS != rc;
+            for (int i = 0; i < N && !wrong; i++) {
+                val_t got;
+                gen(t, op, t_mix(rs[1] + (uint64_t) i), &vb);
+                gen(t, op, t_mix(rs[0] + (uint64_t) i), &va);
+                combine(t, op, &vb, &va);
+                get(t, b, (size_t) i, &got);
+                wrong = !same(t, &got, &vb);
+            }
+            if (wrong) {
+                types[ti].libbug[op] = 1;
+                nbad++;
+                len += (size_t) snprintf(list + len, len < sizeof(list) ? sizeof(list) - len : 0,
+                                         " %s/%s", t->name, op_names[op]);
+            }
+        }
+    }
+    free(a);
+    free(b);
+    if (nbad > 0) {
+        t_note("  this MPI library's own reduction (MPI_Reduce_local) is wrong for %d "
+               "(type, op) pairs:%s\n  %s\n", nbad, list,
+               g_strict ? "--strict: drawn anyway (calls handed to the fallback fail)"
+                        : "left out of the draw (--strict draws them; the 8/16-bit sums of "
+                          "op/avx go away with --mca op ^avx)");
+    }
+}
+
+/* ---- modes ---------------------------------------------------------------------- */
+
+static uint64_t g_seed;
+static size_t g_max_bytes = 2097152;
+
+static void ctx_report(const char *what, ctx_t *x, double secs)
+{
+    unsigned long long mine[5 + C_N + F_N], sum[5 + C_N + F_N];
+    int n = 5 + C_N + F_N;
+    mine[0] = x->iters;
+    mine[1] = x->calls;
+    mine[2] = x->bytes;
+    mine[3] = x->pass;
+    mine[4] = x->fail;
+    for (int c = 0; c < C_N; c++) {
+        mine[5 + c] = x->by_coll[c];
+    }
+    for (int f = 0; f < F_N; f++) {
+        mine[5 + C_N + f] = x->by_form[f];
+    }
+    unsigned long long *all = malloc(sizeof(mine) * (size_t) t_wsize);
+    MPI_Allgather(mine, n, MPI_UNSIGNED_LONG_LONG, all, n, MPI_UNSIGNED_LONG_LONG,
+                  MPI_COMM_WORLD);
+    memset(sum, 0, sizeof(sum));
+    for (int r = 0; r < t_wsize; r++) {
+        for (int i = 0; i < n; i++) {
+            sum[i] += all[r * n + i];
+        }
+    }
+    free(all);
+    t_note("  %s: %.1f s; rank 0: %llu iterations; all ranks: %llu calls (%.1f MiB), "
+           "%llu checks passed, %llu failed\n", what, secs, mine[0], sum[1],
+           (double) sum[2] / 1048576.0, sum[3], sum[4]);
+    t_note("  calls by collective (all ranks): allreduce %llu, reduce %llu, bcast %llu, "
+           "barrier %llu\n", sum[5], sum[6], sum[7], sum[8]);
+    t_note("  iterations by form (all ranks): blocking %llu, nonblocking+wait %llu, "
+           "nonblocking+test %llu, persistent %llu, nonblocking x3 %llu\n", sum[9], sum[10],
+           sum[11], sum[12], sum[13]);
+}
+
+/* A random subset in random order; the same on every rank. Members get
+ * 1 and a key, others 0. */
+static int subset_member(uint64_t h, int wrank, int *key)
+{
+    int member = 0 != t_mix(h ^ (uint64_t) wrank) % 4;
+    int forced = (int) (h % (uint64_t) t_wsize);
+    *key = (int) (t_mix(h + 0x6b65ULL + (uint64_t) wrank) % 1000003);
+    return member || wrank == forced;
+}
+
+static void mode_comm_cycles(long cycles)
+{
+    ctx_t x = { .thread = -1 };
+    res_t before, after;
+    bufs_t b;
+    unsigned long long v0[3][C_N][2];
+    /* Cycles are meant to be cheap: small messages, now and then a larger one. */
+    size_t max_small = 4096, max_large = 65536;
+    bufs_alloc(&b, max_large);
+    /* Long-lived splits that cycles dup: even ranks, odd ranks, all reversed. */
+    scomm_t base[2];
+    MPI_Comm tmp;
+    MPI_Comm_split(MPI_COMM_WORLD, t_wrank % 2, t_wrank, &tmp);
+    scomm_init(&base[0], tmp, "parity");
+    MPI_Comm_split(MPI_COMM_WORLD, 0, t_wsize - t_wrank, &tmp);
+    scomm_init(&base[1], tmp, "reversed");
+    long warm = cycles / 10 > 100 ? cycles / 10 : (cycles < 100 ? cycles : 100);
+    long rss_warm = rss_kib();
+    pvars_read(v0);
+    res_take(&before);
+    res_print("before", &before);
+    t_section_begin("communicator cycles");
+    double t0 = MPI_Wtime();
+    for (long cyc = 1; cyc <= cycles; cyc++) {
+        uint64_t h = t_hash3(g_seed, 0xc7c1e5ULL, (uint64_t) cyc);
+        int key, member = subset_member(h, t_wrank, &key);
+        int how = (int) ((h >> 32) % 3);
+        MPI_Comm c = MPI_COMM_NULL;
+        const char *name;
+        int rc = MPI_SUCCESS;
+        if (0 == how) {
+            name = "split";
+            rc = MPI_Comm_split(MPI_COMM_WORLD, member ? 0 : MPI_UNDEFINED, key, &c);
+        } else if (1 == how) {
+            /* the members in the order of their keys */
+            name = "create";
+            int ranks[MAX_RANKS], keys[MAX_RANKS], nm = 0;
+            for (int r = 0; r < t_wsize && r < MAX_RANKS; r++) {
+                int k, m = subset_member(h, r, &k);
+                if (!m) {
+                    continue;
+                }
+                int at = nm++;
+                while (at > 0 && (keys[at - 1] > k || (keys[at - 1] == k && ranks[at - 1] > r))) {
+                    keys[at] = keys[at - 1];
+                    ranks[at] = ranks[at - 1];
+                    at--;
+                }
+                keys[at] = k;
+                ranks[at] = r;
+            }
+            MPI_Group wg, g;
+            MPI_Comm_group(MPI_COMM_WORLD, &wg);
+            MPI_Group_incl(wg, nm, ranks, &g);
+            rc = MPI_Comm_create(MPI_COMM_WORLD, g, &c);
+            MPI_Group_free(&g);
+            MPI_Group_free(&wg);
+        } else {
+            name = "dup";
+            scomm_t *from = &base[(h >> 40) % 2];
+            if (MPI_COMM_NULL != from->comm) {
+                rc = MPI_Comm_dup(from->comm, &c);
+            }
+        }
+        if (!check(&x, MPI_SUCCESS == rc, "cycle %ld: MPI_Comm_%s returned %d", cyc, name, rc)) {
+            break;
+        }
+        scomm_t s;
+        char nm[48];
+        snprintf(nm, sizeof(nm), "%s of cycle %ld", name, cyc);
+        if (scomm_init(&s, c, nm)) {
+            int ncalls = 1 + (int) ((h >> 48) % 3);
+            for (int k = 0; k < ncalls; k++) {
+                uint64_t hk = t_mix(h + (uint64_t) k * 0x9e37ULL);
+                x.iters = (unsigned long long) cyc;
+                x.tok = (unsigned long long) cyc * 4 + (unsigned long long) k;
+                run_iteration(&x, &s, &b, hk, 0 == hk % 16 ? max_large : max_small);
+            }
+            MPI_Comm_free(&c);
+        }
+        x.iters = (unsigned long long) cyc;
+        if (cyc == warm) {
+            rss_warm = rss_kib();
+        }
+        if (t_opt.verbose && 0 == cyc % 1000) {
+            t_note("    cycle %ld: %.1f s, VmRSS %ld KiB\n", cyc, MPI_Wtime() - t0, rss_kib());
+        }
+    }
+    double secs = MPI_Wtime() - t0;
+    for (int i = 0; i < 2; i++) {
+        if (MPI_COMM_NULL != base[i].comm) {
+            MPI_Comm_free(&base[i].comm);
+        }
+    }
+    res_check(&x, rss_warm, &before);
+    res_take(&after);
+    res_print("after", &after);
+    ctx_report("communicator cycles", &x, secs);
+    pvars_report(&x, v0, 7);
+    bufs_free(&b);
+    t_npass += x.pass;
+    t_nfail += x.fail;
+    t_section_end();
+}
+
+/* ---- threads ---------------------------------------------------------------------- */
+
+typedef struct {
+    ctx_t x;
+    scomm_t comms[MAX_THREAD_COMMS];
+    int ncomms;
+    long iters;
+    bufs_t b;
+} worker_t;
+
+static void *worker(void *arg)
+{
+    worker_t *w = arg;
+    for (long it = 1; it <= w->iters; it++) {
+        uint64_t h = t_hash3(g_seed, 0x7431ULL + (uint64_t) w->x.thread, (uint64_t) it);
+        scomm_t *s = &w->comms[(h >> 56) % (uint64_t) w->ncomms];
+        w->x.iters = (unsigned long long) it;
+        w->x.tok = (unsigned long long) it;
+        if (MPI_COMM_NULL != s->comm) {
+            run_iteration(&w->x, s, &w->b, h, 0 == h % 8 ? 262144 : 16384);
+        }
+    }
+    return NULL;
+}
+
+static void mode_threads(int nthreads, int ncomms, long iters, int provided)
+{
+    if (provided < MPI_THREAD_MULTIPLE) {
+        t_note("t_stress: MPI_THREAD_MULTIPLE not provided (%d): threads skipped\n", provided);
+        t_check(1, "skipped");
+        return;
+    }
+    res_t before, after;
+    unsigned long long v0[3][C_N][2];
+    worker_t *w = calloc((size_t) nthreads, sizeof(worker_t));
+    pthread_t th[MAX_THREADS];
+    /* Each thread's communicators: the world in random order, or a random subset;
+     * a blocking collective sets each up before the threads start. */
+    for (int t = 0; t < nthreads; t++) {
+        w[t].x.thread = t;
+        w[t].ncomms = ncomms;
+        w[t].iters = iters;
+        bufs_alloc(&w[t].b, 262144);
+        for (int k = 0; k < ncomms; k++) {
+            uint64_t h = t_hash3(g_seed, 0x7c0ULL + (uint64_t) t, (uint64_t) k);
+            int key = (int) (t_mix(h + (uint64_t) t_wrank) % 1000003), member = 1;
+            if (0 != k % 2) {
+                member = subset_member(h, t_wrank, &key);
+            }
+            MPI_Comm c;
+            char nm[48];
+            MPI_Comm_split(MPI_COMM_WORLD, member ? 0 : MPI_UNDEFINED, key, &c);
+            snprintf(nm, sizeof(nm), "thread %d comm %d%s", t, k, 0 == k % 2 ? "" : " (subset)");
+            if (scomm_init(&w[t].comms[k], c, nm) && 0 != k % 3) {
+                MPI_Barrier(c);
+            }
+        }
+    }
+    pvars_read(v0);
+    res_take(&before);
+    res_print("before", &before);
+    long rss_warm = rss_kib();
+    t_section_begin("threads x communicators");
+    double t0 = MPI_Wtime();
+    for (int t = 0; t < nthreads; t++) {
+        pthread_create(&th[t], NULL, worker, &w[t]);
+    }
+    for (int t = 0; t < nthreads; t++) {
+        pthread_join(th[t], NULL);
+    }
+    double secs = MPI_Wtime() - t0;
+    ctx_t all = { .thread = -1 };
+    for (int t = 0; t < nthreads; t++) {
+        all.pass += w[t].x.pass;
+        all.fail += w[t].x.fail;
+        all.calls += w[t].x.calls;
+        all.bytes += w[t].x.bytes;
+        all.iters += w[t].x.iters;
+        for (int c = 0; c < C_N; c++) {
+            all.by_coll[c] += w[t].x.by_coll[c];
+        }
+        for (int f = 0; f < F_N; f++) {
+            all.by_form[f] += w[t].x.by_form[f];
+        }
+        for (int k = 0; k < ncomms; k++) {
+            if (MPI_COMM_NULL != w[t].comms[k].comm) {
+                MPI_Comm_free(&w[t].comms[k].comm);
+            }
+        }
+        bufs_free(&w[t].b);
+    }
+    res_check(&all, rss_warm, &before);
+    res_take(&after);
+    res_print("after", &after);
+    char what[64];
+    snprintf(what, sizeof(what), "%d threads x %d communicators", nthreads, ncomms);
+    ctx_report(what, &all, secs);
+    pvars_report(&all, v0, 7);
+    t_npass += all.pass;
+    t_nfail += all.fail;
+    free(w);
+    t_section_end();
+}
+
+/* ---- soak ------------------------------------------------------------------------- */
+
+static void mode_soak(double seconds)
+{
+    ctx_t x = { .thread = -1 };
+    res_t before, after;
+    bufs_t b;
+    unsigned long long v0[3][C_N][2];
+    bufs_alloc(&b, g_max_bytes);
+    /* The communicators: the world as it is, in reverse order, split in two. */
+    enum { NPOOL = 3 };
+    scomm_t pool[NPOOL];
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    scomm_init(&pool[0], c, "world dup");
+    MPI_Comm_split(MPI_COMM_WORLD, 0, t_wsize - t_wrank, &c);
+    scomm_init(&pool[1], c, "reversed");
+    MPI_Comm_split(MPI_COMM_WORLD, t_wrank % 2, t_wrank, &c);
+    scomm_init(&pool[2], c, t_wrank % 2 ? "odd ranks" : "even ranks");
+    pvars_read(v0);
+    res_take(&before);
+    res_print("before", &before);
+    t_section_begin("soak");
+    double t0 = MPI_Wtime(), last_note = t0, warm_at = t0 + (seconds / 10 < 30 ? seconds / 10
+                                                                                : 30);
+    long rss_warm = -1;
+    int stop = 0;
+    int *stops = malloc(sizeof(int) * (size_t) t_wsize);
+    for (unsigned long long it = 1; !stop; it++) {
+        uint64_t h = t_hash3(g_seed, 0x50a4ULL, (uint64_t) it);
+        x.iters = it;
+        x.tok = it;
+        run_iteration(&x, &pool[(h >> 58) % NPOOL], &b, h, g_max_bytes);
+        if (0 == it % 8) {
+            /* rank 0's clock decides, for everybody (MPI_Allgather is not under test) */
+            double now = MPI_Wtime();
+            int mine = now - t0 >= seconds;
+            MPI_Allgather(&mine, 1, MPI_INT, stops, 1, MPI_INT, MPI_COMM_WORLD);
+            stop = stops[0];
+            if (rss_warm < 0 && now >= warm_at) {
+                rss_warm = rss_kib();
+            }
+            if (now - last_note >= 60) {
+                last_note = now;
+                t_note("    %.0f s: %llu iterations, %llu failed checks on rank 0, VmRSS %ld "
+                       "KiB\n", now - t0, it, x.fail, rss_kib());
+            }
+        }
+    }
+    free(stops);
+    double secs = MPI_Wtime() - t0;
+    for (int i = 0; i < NPOOL; i++) {
+        MPI_Comm_free(&pool[i].comm);
+    }
+    res_check(&x, rss_warm < 0 ? rss_kib() : rss_warm, &before);
+    res_take(&after);
+    res_print("after", &after);
+    ctx_report("soak", &x, secs);
+    pvars_report(&x, v0, 7);
+    bufs_free(&b);
+    t_npass += x.pass;
+    t_nfail += x.fail;
+    t_section_end();
+}
+
+/* ---- main ------------------------------------------------------------------------- */
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: t_stress (--comm-cycles N | --threads T --comms C [--iters N] | "
+            "--soak SECONDS) [--seed S] [--max-bytes B] [--strict] [--expect-offload] "
+            "[--quick] [-v]\n");
+}
+
+int main(int argc, char **argv)
+{
+    long cycles = 0, iters = 300;
+    int nthreads = 0, ncomms = 4;
+    double soak = 0;
+    int have_seed = 0;
+    unsigned long long seed = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (0 == strcmp(a, "--comm-cycles") && v) {
+            cycles = atol(argv[++i]);
+        } else if (0 == strcmp(a, "--threads") && v) {
+            nthreads = atoi(argv[++i]);
+        } else if (0 == strcmp(a, "--comms") && v) {
+            ncomms = atoi(argv[++i]);
+        } else if (0 == strcmp(a, "--iters") && v) {
+            iters = atol(argv[++i]);
+        } else if (0 == strcmp(a, "--soak") && v) {
+            soak = atof(argv[++i]);
+        } else if (0 == strcmp(a, "--seed") && v) {
+            seed = strtoull(argv[++i], NULL, 0);
+            have_seed = 1;
+        } else if (0 == strcmp(a, "--max-bytes") && v) {
+            g_max_bytes = (size_t) strtoull(argv[++i], NULL, 0);
+        } else if (0 == strcmp(a, "--strict")) {
+            g_strict = 1;
+        } else if (0 == strcmp(a, "--expect-offload")) {
+            t_opt.expect_offload = 1;
+        } else if (0 == strcmp(a, "--quick")) {
+            t_opt.quick = 1;
+        } else if (0 == strcmp(a, "-v")) {
+            t_opt.verbose = 1;
+        } else {
+            usage();
+            return 2;
+        }
+    }
+    int modes = (cycles > 0) + (nthreads > 0) + (soak > 0);
+    if (1 != modes || nthreads > MAX_THREADS || ncomms < 1 || ncomms > MAX_THREAD_COMMS
+        || iters < 1 || g_max_bytes < 1) {
+        usage();
+        return 2;
+    }
+    int provided = MPI_THREAD_SINGLE;
+    if (nthreads > 0) {
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    } else {
+        MPI_Init(&argc, &argv);
+    }
+    t_prog = "t_stress";
+    MPI_Comm_rank(MPI_COMM_WORLD, &t_wrank);
+    MPI_Comm_size(MPI_COMM_WORLD, &t_wsize);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    if (t_wsize > MAX_RANKS) {
+        t_note("t_stress: at most %d ranks\n", MAX_RANKS);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    /* Everybody takes rank 0's seed and learns the job's pids (MPI_Allgather is
+     * not under test). */
+    if (!have_seed) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        seed = t_mix((uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec) % 1000000007ULL;
+    }
+    unsigned long long *seeds = malloc(sizeof(seed) * (size_t) t_wsize);
+    MPI_Allgather(&seed, 1, MPI_UNSIGNED_LONG_LONG, seeds, 1, MPI_UNSIGNED_LONG_LONG,
+                  MPI_COMM_WORLD);
+    g_seed = seeds[0];
+    free(seeds);
+    int pid = (int) getpid();
+    job_pids = malloc(sizeof(int) * (size_t) t_wsize);
+    MPI_Allgather(&pid, 1, MPI_INT, job_pids, 1, MPI_INT, MPI_COMM_WORLD);
+
+    if (cycles > 0) {
+        t_note("t_stress: %d ranks, %ld communicator cycles, seed %llu\n", t_wsize, cycles,
+               (unsigned long long) g_seed);
+    } else if (nthreads > 0) {
+        t_note("t_stress: %d ranks x %d threads x %d communicators, %ld iterations per "
+               "thread, seed %llu\n", t_wsize, nthreads, ncomms, iters,
+               (unsigned long long) g_seed);
+    } else {
+        t_note("t_stress: %d ranks, soak %.0f s, up to %zu bytes, seed %llu\n", t_wsize, soak,
+               g_max_bytes, (unsigned long long) g_seed);
+    }
+    preflight();
+    pvars_open();
+    arrivals_open();
+    if (cycles > 0) {
+        mode_comm_cycles(cycles);
+    } else if (nthreads > 0) {
+        mode_threads(nthreads, ncomms, iters, provided);
+    } else {
+        mode_soak(soak);
+    }
+    arrivals_close();
+    t_pvars_close(&pv[0][0][0], 3 * C_N * 2);
+    free(job_pids);
+    return t_finish();
+}
