@@ -42,9 +42,11 @@
  *
  * Before and after the run it prints resident memory (VmRSS), the entries and
  * bytes of /dev/shm (all, and the component's segments made by this job's
- * processes) and the node's Shmem (/proc/meminfo). The comm-cycles and soak
- * modes fail if this job's segments in /dev/shm outlive the run, or if
- * resident memory grows by more than RSS_BOUND after warm-up.
+ * processes) and the node's Shmem (/proc/meminfo). Every mode fails if this
+ * job's segments in /dev/shm outlive the run, or if resident memory grows
+ * after warm-up by more than RSS_BOUND plus what the library's own persistent
+ * requests keep (stock Open MPI 4.1's libnbc never releases them: 1 KiB plus
+ * the message allowed per persistent request the fallback made).
  *
  * CI (test/mpi/run.sh) runs bounded versions; by hand, longer ones, e.g.
  *   mpirun --oversubscribe -np 4 --mca op ^avx t_stress --soak 600
@@ -482,6 +484,7 @@ typedef struct {
     unsigned long long pass, fail;
     unsigned long long calls, bytes, iters;
     unsigned long long tok;     /* this iteration's number, the same on every member */
+    long long leak_allow;       /* bytes the library's persistent requests may keep */
     unsigned long long by_coll[C_N], by_form[F_N];
     int thread;             /* -1: the main thread */
 } ctx_t;
@@ -892,6 +895,102 @@ static void verify(ctx_t *x, const call_t *c, const scomm_t *s, int form, int rc
     check(x, guards, "%s: bytes written past the end of a buffer", d);
 }
 
+/* ---- MPI_T counters ------------------------------------------------------------- */
+
+static const char *form_prefix[3] = { "", "i", "p" };
+static t_pvar_t pv[3][C_N][2];      /* [blocking, i, p][coll][offloaded, fallback] */
+static char pv_names[3][C_N][2][64];
+
+static void pvars_open(void)
+{
+    for (int f = 0; f < 3; f++) {
+        for (int c = 0; c < C_N; c++) {
+            for (int k = 0; k < 2; k++) {
+                snprintf(pv_names[f][c][k], sizeof(pv_names[f][c][k]), "coll_offload_%s%s_%s",
+                         form_prefix[f], coll_names[c], k ? "fallback" : "offloaded");
+                pv[f][c][k].name = pv_names[f][c][k];
+            }
+        }
+    }
+    t_pvars_open(&pv[0][0][0], 3 * C_N * 2);
+}
+
+static void pvars_read(unsigned long long v[3][C_N][2])
+{
+    for (int f = 0; f < 3; f++) {
+        for (int c = 0; c < C_N; c++) {
+            for (int k = 0; k < 2; k++) {
+                t_pvar_read(&pv[f][c][k], &v[f][c][k]);
+            }
+        }
+    }
+}
+
+/*
+ * Stock Open MPI 4.1's libnbc keeps every persistent collective request it
+ * made, schedule and temporary buffer (about 0.3-1 KiB plus the message),
+ * after MPI_Request_free. Resident memory may grow by that much per persistent
+ * request the fallback made: counted where the counters say so (or for every
+ * one when they cannot be read from this thread).
+ */
+static unsigned long long persistent_fallbacks(int coll)
+{
+    unsigned long long v = 0;
+    t_pvar_read(&pv[2][coll][1], &v);
+    return v;
+}
+
+/* Prints the counters' growth summed over the ranks and, with --expect-offload,
+ * checks that every form the mode used ran offloaded at least once. */
+static void pvars_report(ctx_t *x, unsigned long long v0[3][C_N][2], int forms_used)
+{
+    unsigned long long v1[3][C_N][2], mine[3 * C_N * 2], sum[3 * C_N * 2];
+    pvars_read(v1);
+    int k = 0;
+    for (int f = 0; f < 3; f++) {
+        for (int c = 0; c < C_N; c++) {
+            for (int o = 0; o < 2; o++) {
+                mine[k++] = v1[f][c][o] - v0[f][c][o];
+            }
+        }
+    }
+    unsigned long long *all = malloc(sizeof(mine) * (size_t) t_wsize);
+    MPI_Allgather(mine, 3 * C_N * 2, MPI_UNSIGNED_LONG_LONG, all, 3 * C_N * 2,
+                  MPI_UNSIGNED_LONG_LONG, MPI_COMM_WORLD);
+    memset(sum, 0, sizeof(sum));
+    for (int r = 0; r < t_wsize; r++) {
+        for (int i = 0; i < 3 * C_N * 2; i++) {
+            sum[i] += all[r * 3 * C_N * 2 + i];
+        }
+    }
+    free(all);
+    if (!pv[0][0][0].found) {
+        t_note("  (no coll_offload MPI_T counters: component not loaded)\n");
+        if (t_opt.expect_offload) {
+            check(x, 0, "--expect-offload: the component's MPI_T counters do not exist");
+        }
+        return;
+    }
+    static const char *fname[3] = { "blocking", "nonblocking", "persistent" };
+    for (int f = 0; f < 3; f++) {
+        unsigned long long off = 0, fb = 0;
+        char line[256];
+        int len = 0;
+        for (int c = 0; c < C_N; c++) {
+            off += sum[(f * C_N + c) * 2];
+            fb += sum[(f * C_N + c) * 2 + 1];
+            len += snprintf(line + len, sizeof(line) - (size_t) len, " %s %llu/%llu",
+                            coll_names[c], sum[(f * C_N + c) * 2],
+                            sum[(f * C_N + c) * 2 + 1]);
+        }
+        t_note("  offloaded/fallback, %-11s (all ranks):%s\n", fname[f], line);
+        if (t_opt.expect_offload && (forms_used & (1 << f))) {
+            check(x, off > 0, "--expect-offload: no %s call ran offloaded (%llu fell back)",
+                  fname[f], fb);
+        }
+    }
+}
+
 /* ---- forms ---------------------------------------------------------------------- */
 
 static int start_nb(call_t *c, const scomm_t *s, MPI_Request *req)
@@ -1015,6 +1114,8 @@ static void run_iteration(ctx_t *x, const scomm_t *s, bufs_t *b, uint64_t h, siz
     default: {
         /* A persistent request started 1-3 times, new data before every start. */
         int starts = 1 + (int) ((h >> 50) % 3);
+        int counted = x->thread < 0 && pv[2][c.coll][1].found;
+        unsigned long long fb0 = counted ? persistent_fallbacks(c.coll) : 0;
         rc = init_persistent(&c, s, &req);
         if (MPI_SUCCESS != rc) {
             verify(x, &c, s, form, rc);
@@ -1032,6 +1133,9 @@ static void run_iteration(ctx_t *x, const scomm_t *s, bufs_t *b, uint64_t h, siz
             verify(x, &c, s, form, rc);
         }
         MPI_Request_free(&req);
+        if (!counted || persistent_fallbacks(c.coll) != fb0) {
+            x->leak_allow += 1024 + (long long) c.count * (long long) types[c.ti].size;
+        }
         break;
     }
     }
@@ -1168,7 +1272,7 @@ static void res_print(const char *when, const res_t *r)
  * may trail the last free a little: a leftover must persist for 2 s), resident
  * memory within RSS_BOUND of the warm-up baseline on every rank.
  */
-static void res_check(ctx_t *x, long rss_warm, const res_t *before)
+static void res_check(ctx_t *x, long rss_warm, long long allow_warm, const res_t *before)
 {
     MPI_Barrier(MPI_COMM_WORLD);
     shm_t now;
@@ -1183,91 +1287,16 @@ static void res_check(ctx_t *x, long rss_warm, const res_t *before)
           "after the run (%ld before), e.g. %s", now.ours_n, before->shm.ours_n,
           now.ours_first);
     long rss = rss_kib();
-    check(x, rss >= 0 && rss - rss_warm <= RSS_BOUND / 1024, "resident memory grew by %ld KiB "
-          "after warm-up (%ld -> %ld KiB; bound %ld KiB)", rss - rss_warm, rss_warm, rss,
-          RSS_BOUND / 1024);
-}
-
-/* ---- MPI_T counters ------------------------------------------------------------- */
-
-static const char *form_prefix[3] = { "", "i", "p" };
-static t_pvar_t pv[3][C_N][2];      /* [blocking, i, p][coll][offloaded, fallback] */
-static char pv_names[3][C_N][2][64];
-
-static void pvars_open(void)
-{
-    for (int f = 0; f < 3; f++) {
-        for (int c = 0; c < C_N; c++) {
-            for (int k = 0; k < 2; k++) {
-                snprintf(pv_names[f][c][k], sizeof(pv_names[f][c][k]), "coll_offload_%s%s_%s",
-                         form_prefix[f], coll_names[c], k ? "fallback" : "offloaded");
-                pv[f][c][k].name = pv_names[f][c][k];
-            }
-        }
+    long bound = (long) ((RSS_BOUND + x->leak_allow - allow_warm) / 1024);
+    if (t_opt.verbose) {
+        printf("  [rank %d] VmRSS %ld KiB after warm-up, %ld KiB at the end; bound %ld KiB "
+               "(%lld KiB for the library's persistent requests)\n", t_wrank, rss_warm, rss,
+               bound, (x->leak_allow - allow_warm) / 1024);
     }
-    t_pvars_open(&pv[0][0][0], 3 * C_N * 2);
-}
-
-static void pvars_read(unsigned long long v[3][C_N][2])
-{
-    for (int f = 0; f < 3; f++) {
-        for (int c = 0; c < C_N; c++) {
-            for (int k = 0; k < 2; k++) {
-                t_pvar_read(&pv[f][c][k], &v[f][c][k]);
-            }
-        }
-    }
-}
-
-/* Prints the counters' growth summed over the ranks and, with --expect-offload,
- * checks that every form the mode used ran offloaded at least once. */
-static void pvars_report(ctx_t *x, unsigned long long v0[3][C_N][2], int forms_used)
-{
-    unsigned long long v1[3][C_N][2], mine[3 * C_N * 2], sum[3 * C_N * 2];
-    pvars_read(v1);
-    int k = 0;
-    for (int f = 0; f < 3; f++) {
-        for (int c = 0; c < C_N; c++) {
-            for (int o = 0; o < 2; o++) {
-                mine[k++] = v1[f][c][o] - v0[f][c][o];
-            }
-        }
-    }
-    unsigned long long *all = malloc(sizeof(mine) * (size_t) t_wsize);
-    MPI_Allgather(mine, 3 * C_N * 2, MPI_UNSIGNED_LONG_LONG, all, 3 * C_N * 2,
-                  MPI_UNSIGNED_LONG_LONG, MPI_COMM_WORLD);
-    memset(sum, 0, sizeof(sum));
-    for (int r = 0; r < t_wsize; r++) {
-        for (int i = 0; i < 3 * C_N * 2; i++) {
-            sum[i] += all[r * 3 * C_N * 2 + i];
-        }
-    }
-    free(all);
-    if (!pv[0][0][0].found) {
-        t_note("  (no coll_offload MPI_T counters: component not loaded)\n");
-        if (t_opt.expect_offload) {
-            check(x, 0, "--expect-offload: the component's MPI_T counters do not exist");
-        }
-        return;
-    }
-    static const char *fname[3] = { "blocking", "nonblocking", "persistent" };
-    for (int f = 0; f < 3; f++) {
-        unsigned long long off = 0, fb = 0;
-        char line[256];
-        int len = 0;
-        for (int c = 0; c < C_N; c++) {
-            off += sum[(f * C_N + c) * 2];
-            fb += sum[(f * C_N + c) * 2 + 1];
-            len += snprintf(line + len, sizeof(line) - (size_t) len, " %s %llu/%llu",
-                            coll_names[c], sum[(f * C_N + c) * 2],
-                            sum[(f * C_N + c) * 2 + 1]);
-        }
-        t_note("  offloaded/fallback, %-11s (all ranks):%s\n", fname[f], line);
-        if (t_opt.expect_offload && (forms_used & (1 << f))) {
-            check(x, off > 0, "--expect-offload: no %s call ran offloaded (%llu fell back)",
-                  fname[f], fb);
-        }
-    }
+    check(x, rss >= 0 && rss - rss_warm <= bound, "resident memory grew by %ld KiB after "
+          "warm-up (%ld -> %ld KiB; bound %ld KiB: %ld, and %lld for the persistent requests "
+          "the library's fallback made)", rss - rss_warm, rss_warm, rss, bound,
+          RSS_BOUND / 1024, (x->leak_allow - allow_warm) / 1024);
 }
 
 /* ---- preflight: the library's own reductions ----------------------------------- */
@@ -1396,6 +1425,7 @@ static void mode_comm_cycles(long cycles)
     scomm_init(&base[1], tmp, "reversed");
     long warm = cycles / 10 > 100 ? cycles / 10 : (cycles < 100 ? cycles : 100);
     long rss_warm = rss_kib();
+    long long allow_warm = 0;
     pvars_read(v0);
     res_take(&before);
     res_print("before", &before);
@@ -1461,6 +1491,7 @@ static void mode_comm_cycles(long cycles)
         x.iters = (unsigned long long) cyc;
         if (cyc == warm) {
             rss_warm = rss_kib();
+            allow_warm = x.leak_allow;
         }
         if (t_opt.verbose && 0 == cyc % 1000) {
             t_note("    cycle %ld: %.1f s, VmRSS %ld KiB\n", cyc, MPI_Wtime() - t0, rss_kib());
@@ -1472,7 +1503,7 @@ static void mode_comm_cycles(long cycles)
             MPI_Comm_free(&base[i].comm);
         }
     }
-    res_check(&x, rss_warm, &before);
+    res_check(&x, rss_warm, allow_warm, &before);
     res_take(&after);
     res_print("after", &after);
     ctx_report("communicator cycles", &x, secs);
@@ -1561,6 +1592,7 @@ static void mode_threads(int nthreads, int ncomms, long iters, int provided)
         all.calls += w[t].x.calls;
         all.bytes += w[t].x.bytes;
         all.iters += w[t].x.iters;
+        all.leak_allow += w[t].x.leak_allow;
         for (int c = 0; c < C_N; c++) {
             all.by_coll[c] += w[t].x.by_coll[c];
         }
@@ -1574,7 +1606,7 @@ static void mode_threads(int nthreads, int ncomms, long iters, int provided)
         }
         bufs_free(&w[t].b);
     }
-    res_check(&all, rss_warm, &before);
+    res_check(&all, rss_warm, 0, &before);
     res_take(&after);
     res_print("after", &after);
     char what[64];
@@ -1613,6 +1645,7 @@ static void mode_soak(double seconds)
     double t0 = MPI_Wtime(), last_note = t0, warm_at = t0 + (seconds / 10 < 30 ? seconds / 10
                                                                                 : 30);
     long rss_warm = -1;
+    long long allow_warm = 0;
     int stop = 0;
     int *stops = malloc(sizeof(int) * (size_t) t_wsize);
     for (unsigned long long it = 1; !stop; it++) {
@@ -1628,6 +1661,7 @@ static void mode_soak(double seconds)
             stop = stops[0];
             if (rss_warm < 0 && now >= warm_at) {
                 rss_warm = rss_kib();
+                allow_warm = x.leak_allow;
             }
             if (now - last_note >= 60) {
                 last_note = now;
@@ -1641,7 +1675,8 @@ static void mode_soak(double seconds)
     for (int i = 0; i < NPOOL; i++) {
         MPI_Comm_free(&pool[i].comm);
     }
-    res_check(&x, rss_warm < 0 ? rss_kib() : rss_warm, &before);
+    res_check(&x, rss_warm < 0 ? rss_kib() : rss_warm, rss_warm < 0 ? x.leak_allow : allow_warm,
+              &before);
     res_take(&after);
     res_print("after", &after);
     ctx_report("soak", &x, secs);
