@@ -3,8 +3,7 @@
 #
 # Usage: run.sh [BINDIR]
 #   BINDIR          directory holding t_coll, t_fallback, t_leak, t_fault, t_nb, t_nb_mt,
-#                   t_net, t_wrap, t_corrupt
-#                   (default: this
+#                   t_net, t_wrap, t_corrupt, t_stress (default: this
 #                   script's directory, i.e. run it from the build tree)
 # Environment:
 #   MPIRUN          launcher (default: mpirun)
@@ -44,7 +43,7 @@ fi
 expect=""
 [ "$EXPECT_OFFLOAD" = 1 ] && expect="--expect-offload"
 
-for prog in t_coll t_fallback t_leak t_fault t_nb t_nb_mt t_net t_wrap t_corrupt; do
+for prog in t_coll t_fallback t_leak t_fault t_nb t_nb_mt t_net t_wrap t_corrupt t_stress; do
     if [ ! -x "$BINDIR/$prog" ]; then
         echo "run.sh: $BINDIR/$prog not found or not executable (build first, or pass BINDIR)" >&2
         echo "0 passed, 1 failed"
@@ -210,6 +209,22 @@ run t_nb 2 "$NB_POLICY --mca coll_offload_agent_preempt 2" --quick $expect
 run t_nb_mt 2 "" $expect
 # shellcheck disable=SC2086
 run t_nb_mt 3 "" --quick $expect
+# Stress and soak, every result checked against references computed locally
+# (about 2 minutes): 10,000 communicators made of random subsets, each used by
+# a few random collectives and freed; 4 threads x 4 communicators under
+# MPI_THREAD_MULTIPLE; random ops, types, sizes (to 2 MiB), roots and forms for
+# 60 s at np 4 and 30 s at np 3. A failure prints the seed; rerun it with
+# --seed. Longer by hand, e.g. (see t_stress.c for every option):
+#   mpirun --oversubscribe -np 4 --mca op ^avx t_stress --soak 600
+#   mpirun --oversubscribe -np 4 --mca op ^avx t_stress --comm-cycles 100000
+# shellcheck disable=SC2086
+TEST_TIMEOUT=180 run t_stress 4 "" --comm-cycles 10000 $expect
+# shellcheck disable=SC2086
+TEST_TIMEOUT=180 run t_stress 4 "" --threads 4 --comms 4 --iters 1500 $expect
+# shellcheck disable=SC2086
+TEST_TIMEOUT=240 run t_stress 4 "" --soak 60 $expect
+# shellcheck disable=SC2086
+TEST_TIMEOUT=180 run t_stress 3 "" --soak 30 $expect
 if [ "$EXPECT_OFFLOAD" = 1 ]; then
     # A peer killed mid-collective and a late peer under the watchdog: the
     # others must return an error, not hang. The job itself ends abnormally

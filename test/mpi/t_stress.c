@@ -38,7 +38,8 @@
  *                         MIN/MAX signed (open-mpi/ompi#10525)
  *   --expect-offload      the component's MPI_T counters must show offloaded
  *                         calls of the forms the mode uses
- *   -v                    progress lines
+ *   --trace               every rank prints every call before it starts
+ *   -v                    progress lines, every rank's memory figures
  *
  * Before and after the run it prints resident memory (VmRSS), the entries and
  * bytes of /dev/shm (all, and the component's segments made by this job's
@@ -678,35 +679,55 @@ static int pick_count(uint64_t h, size_t elem, size_t max_bytes)
     return (int) count;
 }
 
-static int type_op_usable(int ti, int op, int strict)
+static int g_strict;
+static int g_trace;             /* --trace: every call, before it starts */
+
+/*
+ * The (type, op) pairs drawn, in an order shuffled by the seed. Reductions take
+ * them in turn by slot number (derived from the iteration, the same on every
+ * member) rather than at random: a short run covers every pair, about 240,
+ * each time with a random size, root and form.
+ */
+static struct {
+    int ti, op;
+} g_pairs[NTYPES * O_N];
+static int g_npairs;
+static uint64_t g_seed;
+
+static void pairs_build(void)
 {
-    return op_allowed(op, types[ti].kind) && (strict || !types[ti].libbug[op]);
+    g_npairs = 0;
+    for (int ti = 0; ti < NTYPES; ti++) {
+        for (int op = 0; op < O_N; op++) {
+            if (op_allowed(op, types[ti].kind) && (g_strict || !types[ti].libbug[op])) {
+                g_pairs[g_npairs].ti = ti;
+                g_pairs[g_npairs].op = op;
+                g_npairs++;
+            }
+        }
+    }
+    for (int i = g_npairs - 1; i > 0; i--) {
+        int j = (int) (t_hash3(g_seed, 0x5a1fULL, (uint64_t) i) % (uint64_t) (i + 1));
+        int ti = g_pairs[i].ti, op = g_pairs[i].op;
+        g_pairs[i] = g_pairs[j];
+        g_pairs[j].ti = ti;
+        g_pairs[j].op = op;
+    }
 }
 
-static int g_strict;
-
-/* Random parameters of one call on a communicator of n ranks. */
-static void pick_call(call_t *c, uint64_t h, int n, size_t max_bytes)
+/* Random parameters of one call on a communicator of n ranks; a reduction
+ * takes the (type, op) pair of its slot. */
+static void pick_call(call_t *c, uint64_t h, uint64_t slot, int n, size_t max_bytes)
 {
     memset(c, 0, sizeof(*c));
     unsigned w = (unsigned) (h % 20);
     c->coll = w < 8 ? C_ALLREDUCE : w < 13 ? C_REDUCE : w < 18 ? C_BCAST : C_BARRIER;
     uint64_t h2 = t_mix(h ^ 0x7ea5ULL);
-    c->ti = (int) (h2 % NTYPES);
     if (C_ALLREDUCE == c->coll || C_REDUCE == c->coll) {
-        int ops[O_N], nops = 0;
-        for (int tries = 0; 0 == nops && tries < NTYPES; tries++) {
-            for (int o = 0; o < O_N; o++) {
-                if (type_op_usable(c->ti, o, g_strict)) {
-                    ops[nops++] = o;
-                }
-            }
-            if (0 == nops) {
-                c->ti = (c->ti + 1) % NTYPES;
-            }
-        }
-        c->op = ops[(h2 >> 16) % (uint64_t) nops];
+        c->ti = g_pairs[slot % (uint64_t) g_npairs].ti;
+        c->op = g_pairs[slot % (uint64_t) g_npairs].op;
     } else {
+        c->ti = (int) (h2 % NTYPES);
         c->op = O_SUM;
     }
     uint64_t h3 = t_mix(h ^ 0xc0ffeeULL);
@@ -801,6 +822,16 @@ static void describe(char *d, size_t n, const ctx_t *x, const call_t *c, const s
                                                                             : op_names[c->op],
              c->count, c->root, c->inplace ? " in place" : "",
              c->null_recv && s->rank != c->root && C_REDUCE == c->coll ? " recvbuf NULL" : "");
+}
+
+static void trace(const ctx_t *x, const call_t *c, const scomm_t *s, int form)
+{
+    if (g_trace) {
+        char d[256];
+        describe(d, sizeof(d), x, c, s, form);
+        printf("  [rank %d%s] %s\n", t_wrank, x->thread >= 0 ? " thread" : "", d);
+        fflush(stdout);
+    }
 }
 
 static void arrive(const call_t *c, int thread)
@@ -1065,17 +1096,20 @@ static void run_iteration(ctx_t *x, const scomm_t *s, bufs_t *b, uint64_t h, siz
                : fw < 17 ? F_PERSISTENT : F_NB_MULTI;
     x->by_form[form]++;
     uint64_t token_base = (x->tok + 1) << 4;
+    /* threads take the pairs from different places */
+    uint64_t slot = x->tok * MULTI + (uint64_t) (x->thread < 0 ? 0 : x->thread) * 61;
     if (F_NB_MULTI == form) {
         call_t c[MULTI];
         MPI_Request req[MULTI];
         int rc[MULTI];
         for (int k = 0; k < MULTI; k++) {
             uint64_t hk = t_mix(h + 0x100ULL * (uint64_t) (k + 1));
-            pick_call(&c[k], hk, s->size, max_bytes);
+            pick_call(&c[k], hk, slot + (uint64_t) k, s->size, max_bytes);
             place_buffers(&c[k], b, k, hk >> 7);
             c[k].seed = t_mix(hk ^ 0xda7aULL);
             c[k].token = token_base + (uint64_t) k;
             fill(&c[k], s);
+            trace(x, &c[k], s, form);
             arrive(&c[k], tid);
             rc[k] = start_nb(&c[k], s, &req[k]);
             if (MPI_SUCCESS != rc[k]) {
@@ -1089,12 +1123,13 @@ static void run_iteration(ctx_t *x, const scomm_t *s, bufs_t *b, uint64_t h, siz
         return;
     }
     call_t c;
-    pick_call(&c, h, s->size, max_bytes);
+    pick_call(&c, h, slot + (h >> 20) % MULTI, s->size, max_bytes);
     place_buffers(&c, b, 0, h >> 7);
     c.seed = t_mix(h ^ 0xda7aULL);
     c.token = token_base;
     MPI_Request req = MPI_REQUEST_NULL;
     int rc;
+    trace(x, &c, s, form);
     switch (form) {
     case F_BLOCKING:
         fill(&c, s);
@@ -1359,7 +1394,6 @@ static void preflight(void)
 
 /* ---- modes ---------------------------------------------------------------------- */
 
-static uint64_t g_seed;
 static size_t g_max_bytes = 2097152;
 
 static void ctx_report(const char *what, ctx_t *x, double secs)
@@ -1483,7 +1517,7 @@ static void mode_comm_cycles(long cycles)
             for (int k = 0; k < ncalls; k++) {
                 uint64_t hk = t_mix(h + (uint64_t) k * 0x9e37ULL);
                 x.iters = (unsigned long long) cyc;
-                x.tok = (unsigned long long) cyc * 4 + (unsigned long long) k;
+                x.tok = (unsigned long long) cyc * 3 + (unsigned long long) k;
                 run_iteration(&x, &s, &b, hk, 0 == hk % 16 ? max_large : max_small);
             }
             MPI_Comm_free(&c);
@@ -1693,7 +1727,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: t_stress (--comm-cycles N | --threads T --comms C [--iters N] | "
             "--soak SECONDS) [--seed S] [--max-bytes B] [--strict] [--expect-offload] "
-            "[--quick] [-v]\n");
+            "[--quick] [--trace] [-v]\n");
 }
 
 int main(int argc, char **argv)
@@ -1720,6 +1754,8 @@ int main(int argc, char **argv)
             have_seed = 1;
         } else if (0 == strcmp(a, "--max-bytes") && v) {
             g_max_bytes = (size_t) strtoull(argv[++i], NULL, 0);
+        } else if (0 == strcmp(a, "--trace")) {
+            g_trace = 1;
         } else if (0 == strcmp(a, "--strict")) {
             g_strict = 1;
         } else if (0 == strcmp(a, "--expect-offload")) {
@@ -1781,6 +1817,7 @@ int main(int argc, char **argv)
                g_max_bytes, (unsigned long long) g_seed);
     }
     preflight();
+    pairs_build();
     pvars_open();
     arrivals_open();
     if (cycles > 0) {
