@@ -38,6 +38,9 @@
  *                         MIN/MAX signed (open-mpi/ompi#10525)
  *   --expect-offload      the component's MPI_T counters must show offloaded
  *                         calls of the forms the mode uses
+ *   --forms LETTERS       the forms drawn (default bwtpm): b blocking, w nonblocking
+ *                         + MPI_Wait, t nonblocking + MPI_Test loop, p persistent,
+ *                         m three nonblocking outstanding
  *   --trace               every rank prints every call before it starts
  *   -v                    progress lines, every rank's memory figures
  *
@@ -681,6 +684,7 @@ static int pick_count(uint64_t h, size_t elem, size_t max_bytes)
 
 static int g_strict;
 static int g_trace;             /* --trace: every call, before it starts */
+static unsigned g_forms = (1u << F_N) - 1;     /* --forms: those drawn */
 
 /*
  * The (type, op) pairs drawn, in an order shuffled by the seed. Reductions take
@@ -1094,6 +1098,9 @@ static void run_iteration(ctx_t *x, const scomm_t *s, bufs_t *b, uint64_t h, siz
     unsigned fw = (unsigned) (t_mix(h ^ 0xf0f0ULL) % 20);
     int form = fw < 7 ? F_BLOCKING : fw < 11 ? F_NB_WAIT : fw < 13 ? F_NB_TEST
                : fw < 17 ? F_PERSISTENT : F_NB_MULTI;
+    while (!(g_forms & (1u << form))) {
+        form = (form + 1) % F_N;
+    }
     x->by_form[form]++;
     uint64_t token_base = (x->tok + 1) << 4;
     /* threads take the pairs from different places */
@@ -1726,8 +1733,8 @@ static void mode_soak(double seconds)
 static void usage(void)
 {
     fprintf(stderr, "usage: t_stress (--comm-cycles N | --threads T --comms C [--iters N] | "
-            "--soak SECONDS) [--seed S] [--max-bytes B] [--strict] [--expect-offload] "
-            "[--quick] [--trace] [-v]\n");
+            "--soak SECONDS) [--seed S] [--max-bytes B] [--forms bwtpm] [--strict] "
+            "[--expect-offload] [--quick] [--trace] [-v]\n");
 }
 
 int main(int argc, char **argv)
@@ -1754,6 +1761,17 @@ int main(int argc, char **argv)
             have_seed = 1;
         } else if (0 == strcmp(a, "--max-bytes") && v) {
             g_max_bytes = (size_t) strtoull(argv[++i], NULL, 0);
+        } else if (0 == strcmp(a, "--forms") && v) {
+            const char *letters = "bwtpm";      /* in the order of the F_ enum */
+            g_forms = 0;
+            for (const char *f = argv[++i]; '\0' != *f; f++) {
+                const char *at = strchr(letters, *f);
+                if (NULL == at) {
+                    usage();
+                    return 2;
+                }
+                g_forms |= 1u << (at - letters);
+            }
         } else if (0 == strcmp(a, "--trace")) {
             g_trace = 1;
         } else if (0 == strcmp(a, "--strict")) {
@@ -1770,7 +1788,7 @@ int main(int argc, char **argv)
         }
     }
     int modes = (cycles > 0) + (nthreads > 0) + (soak > 0);
-    if (1 != modes || nthreads > MAX_THREADS || ncomms < 1 || ncomms > MAX_THREAD_COMMS
+    if (1 != modes || 0 == g_forms || nthreads > MAX_THREADS || ncomms < 1 || ncomms > MAX_THREAD_COMMS
         || iters < 1 || g_max_bytes < 1) {
         usage();
         return 2;
