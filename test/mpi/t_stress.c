@@ -477,11 +477,16 @@ static void fmtv(const stype_t *t, const val_t *v, char *s, size_t n)
     }
 }
 
-/* Per-rank seeds of one call's data: element i of rank r is t_mix(rseed[r] + i). */
+/* Per-rank seed of one call's data: element i of rank r is t_mix(rank_seed + i). */
+static uint64_t rank_seed(uint64_t seed, int r)
+{
+    return t_mix(seed ^ t_mix(0xc011ULL + (uint64_t) r));
+}
+
 static void rank_seeds(uint64_t seed, int n, uint64_t *rseed)
 {
     for (int r = 0; r < n; r++) {
-        rseed[r] = t_mix(seed ^ t_mix(0xc011ULL + (uint64_t) r));
+        rseed[r] = rank_seed(seed, r);
     }
 }
 
@@ -772,41 +777,32 @@ static void *recv_arg(const call_t *c, const scomm_t *s)
     return uses_recv(c, s) ? c->rbuf : NULL;
 }
 
-/* Writes this rank's data for c->seed, junk where results go, and the guards. */
+/* Writes this rank's data for c->seed (a bcast: the root's), junk where
+ * results go, and the guards. */
 static void fill(call_t *c, const scomm_t *s)
 {
     const stype_t *t = &types[c->ti];
     size_t bytes = (size_t) c->count * t->size;
-    uint64_t rs[1];
-    val_t v;
     if (C_BARRIER == c->coll) {
         return;
     }
-    if (C_BCAST == c->coll) {
+    int bcast = C_BCAST == c->coll;
+    int in_recv = bcast || input_in_recv(c, s);
+    if (!in_recv || (bcast && s->rank != c->root)) {
         memset(c->rbuf, JUNK_BYTE, bytes);
-        if (s->rank == c->root) {
-            uint64_t all[MAX_RANKS];
-            rank_seeds(c->seed, c->root + 1, all);
-            for (int i = 0; i < c->count; i++) {
-                gen(t, c->op, t_mix(all[c->root] + (uint64_t) i), &v);
-                put(t, c->rbuf, (size_t) i, &v);
-            }
+    }
+    if (!bcast || s->rank == c->root) {
+        unsigned char *in = in_recv ? c->rbuf : c->sbuf;
+        uint64_t mine = rank_seed(c->seed, s->rank);
+        val_t v;
+        for (int i = 0; i < c->count; i++) {
+            gen(t, c->op, t_mix(mine + (uint64_t) i), &v);
+            put(t, in, (size_t) i, &v);
         }
-        memset(c->rbuf + bytes, GUARD_BYTE, GUARD);
-        return;
     }
-    uint64_t all[MAX_RANKS];
-    rank_seeds(c->seed, s->rank + 1, all);
-    rs[0] = all[s->rank];
-    unsigned char *in = input_in_recv(c, s) ? c->rbuf : c->sbuf;
-    if (!input_in_recv(c, s)) {
-        memset(c->rbuf, JUNK_BYTE, bytes);
+    if (!bcast) {
+        memset(c->sbuf + bytes, GUARD_BYTE, GUARD);
     }
-    for (int i = 0; i < c->count; i++) {
-        gen(t, c->op, t_mix(rs[0] + (uint64_t) i), &v);
-        put(t, in, (size_t) i, &v);
-    }
-    memset(c->sbuf + bytes, GUARD_BYTE, GUARD);
     memset(c->rbuf + bytes, GUARD_BYTE, GUARD);
 }
 
@@ -1334,9 +1330,10 @@ static void res_check(ctx_t *x, long rss_warm, long long allow_warm, const res_t
     long rss = rss_kib();
     long bound = (long) ((RSS_BOUND + x->leak_allow - allow_warm) / 1024);
     if (t_opt.verbose) {
-        printf("  [rank %d] VmRSS %ld KiB after warm-up, %ld KiB at the end; bound %ld KiB "
-               "(%lld KiB for the library's persistent requests)\n", t_wrank, rss_warm, rss,
-               bound, (x->leak_allow - allow_warm) / 1024);
+        printf("  [rank %d] VmRSS %ld KiB after warm-up, %ld KiB at the end: grew by %ld KiB, "
+               "bound %ld KiB (%lld KiB of it for the library's persistent requests)\n",
+               t_wrank, rss_warm, rss, rss - rss_warm, bound,
+               (x->leak_allow - allow_warm) / 1024);
     }
     check(x, rss >= 0 && rss - rss_warm <= bound, "resident memory grew by %ld KiB after "
           "warm-up (%ld -> %ld KiB; bound %ld KiB: %ld, and %lld for the persistent requests "
@@ -1791,8 +1788,8 @@ int main(int argc, char **argv)
         }
     }
     int modes = (cycles > 0) + (nthreads > 0) + (soak > 0);
-    if (1 != modes || 0 == g_forms || nthreads > MAX_THREADS || ncomms < 1 || ncomms > MAX_THREAD_COMMS
-        || iters < 1 || g_max_bytes < 1) {
+    if (1 != modes || 0 == g_forms || nthreads > MAX_THREADS || ncomms < 1
+        || ncomms > MAX_THREAD_COMMS || iters < 1 || g_max_bytes < 1) {
         usage();
         return 2;
     }
