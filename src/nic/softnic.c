@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/futex.h>
+#include <linux/memfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -381,16 +382,12 @@ static const ofl_nic_ops_t softnic_ops = {
     .board_read = sn_board_read,
 };
 
-static int map(ofl_softnic_t *nic, const char *name, int create)
+/* Map the segment behind fd (ours to close); `create`: size and initialise it. */
+static int map_fd(ofl_softnic_t *nic, int fd, int create)
 {
-    int fd = shm_open(name, create ? (O_CREAT | O_EXCL | O_RDWR) : O_RDWR, 0600);
-    if (fd < 0) {
-        return -errno;
-    }
     if (create && 0 != ftruncate(fd, (off_t) nic->len)) {
         int err = errno;
         close(fd);
-        shm_unlink(name);
         return -err;
     }
     if (!create) {
@@ -404,20 +401,70 @@ static int map(ofl_softnic_t *nic, const char *name, int create)
     int err = errno;
     close(fd);
     if (MAP_FAILED == mem) {
-        if (create) {
-            shm_unlink(name);
-        }
         return -err;
     }
     nic->mem = mem;
     return 0;
 }
 
-static int setup(ofl_softnic_t *nic, const char *name, int size, int rank, int slots,
+/* How the segment is found: by name, a new anonymous one, or a peer's
+ * anonymous one reopened through /proc. */
+typedef struct {
+    const char *name;     /* named: the /dev/shm name */
+    int *anon_fd;         /* create anonymous: out, the descriptor the creator keeps */
+    int pid;              /* attach anonymous: the creator's process and descriptor */
+    int fd;
+    int unlink_last;      /* attach named: the last of the others to attach unlinks */
+} where_t;
+
+static int open_segment(ofl_softnic_t *nic, const where_t *w, int create)
+{
+    int fd;
+    if (NULL != w->name) {
+        fd = shm_open(w->name, create ? (O_CREAT | O_EXCL | O_RDWR) : O_RDWR, 0600);
+        if (fd < 0) {
+            return -errno;
+        }
+        int rc = map_fd(nic, fd, create);
+        if (0 != rc && create) {
+            shm_unlink(w->name);
+        }
+        return rc;
+    }
+    if (create) {
+        /* Never named: nothing to unlink, nothing left behind by a crash. */
+        fd = (int) syscall(SYS_memfd_create, "coll_offload", MFD_CLOEXEC);
+        if (fd < 0) {
+            return -errno;
+        }
+        int keep = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+        if (keep < 0) {
+            int err = errno;
+            close(fd);
+            return -err;
+        }
+        int rc = map_fd(nic, fd, 1);
+        if (0 != rc) {
+            close(keep);
+            return rc;
+        }
+        *w->anon_fd = keep;
+        return 0;
+    }
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", w->pid, w->fd);
+    fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        return -errno;
+    }
+    return map_fd(nic, fd, 0);
+}
+
+static int setup(ofl_softnic_t *nic, const where_t *w, int size, int rank, int slots,
                  size_t segsize, int create)
 {
     memset(nic, 0, sizeof(*nic));
-    if (size < 1 || rank < 0 || rank >= size || slots < 1 || NULL == name) {
+    if (size < 1 || rank < 0 || rank >= size || slots < 1) {
         return -EINVAL;
     }
     geometry(nic, size, slots, segsize);
@@ -430,7 +477,7 @@ static int setup(ofl_softnic_t *nic, const char *name, int size, int rank, int s
     }
     nic->data_put = nic->credit_seen + streams;
     nic->credit_given = nic->credit_seen + 2 * streams;
-    int rc = map(nic, name, create);
+    int rc = open_segment(nic, w, create);
     if (0 != rc) {
         free(nic->credit_seen);
         nic->credit_seen = nic->data_put = nic->credit_given = NULL;
@@ -443,6 +490,7 @@ static int setup(ofl_softnic_t *nic, const char *name, int size, int rank, int s
         h->slot_bytes = nic->base.slot_bytes;
         h->total = nic->len;
         atomic_store(&h->poison, 0);
+        atomic_store(&h->attached, 0);
         atomic_store_explicit((_Atomic uint64_t *) &h->magic, SOFTNIC_MAGIC,
                               memory_order_release);
     } else if (SOFTNIC_MAGIC
@@ -453,19 +501,65 @@ static int setup(ofl_softnic_t *nic, const char *name, int size, int rank, int s
         return -EINVAL;
     }
     h->pid[rank] = (int32_t) getpid();
+    if (!create && w->unlink_last
+        && (uint32_t) size - 1 == atomic_fetch_add(&h->attached, 1) + 1) {
+        /* The last rank in removes the name at once: the window in which a
+         * crash leaves a file ends here, not at the creator's next step. */
+        shm_unlink(w->name);
+    }
     return 0;
 }
 
 int ofl_softnic_create(ofl_softnic_t *nic, const char *name, int size, int rank, int slots,
                        size_t segsize)
 {
-    return setup(nic, name, size, rank, slots, segsize, 1);
+    where_t w = { .name = name };
+    if (NULL == name) {
+        return -EINVAL;
+    }
+    return setup(nic, &w, size, rank, slots, segsize, 1);
 }
 
 int ofl_softnic_attach(ofl_softnic_t *nic, const char *name, int size, int rank, int slots,
                        size_t segsize)
 {
-    return setup(nic, name, size, rank, slots, segsize, 0);
+    where_t w = { .name = name };
+    if (NULL == name) {
+        return -EINVAL;
+    }
+    return setup(nic, &w, size, rank, slots, segsize, 0);
+}
+
+int ofl_softnic_attach_unlink(ofl_softnic_t *nic, const char *name, int size, int rank,
+                              int slots, size_t segsize)
+{
+    where_t w = { .name = name, .unlink_last = 1 };
+    if (NULL == name) {
+        return -EINVAL;
+    }
+    return setup(nic, &w, size, rank, slots, segsize, 0);
+}
+
+int ofl_softnic_create_anon(ofl_softnic_t *nic, int *fd, int size, int rank, int slots,
+                            size_t segsize)
+{
+    where_t w = { .anon_fd = fd };
+    *fd = -1;
+    return setup(nic, &w, size, rank, slots, segsize, 1);
+}
+
+int ofl_softnic_attach_anon(ofl_softnic_t *nic, int pid, int fd, int size, int rank, int slots,
+                            size_t segsize)
+{
+    where_t w = { .pid = pid, .fd = fd };
+    return setup(nic, &w, size, rank, slots, segsize, 0);
+}
+
+void ofl_softnic_poison_self(ofl_softnic_t *nic)
+{
+    if (NULL != nic->mem) {
+        sn_poison(&nic->base, nic->base.rank);
+    }
 }
 
 int ofl_softnic_seal(ofl_softnic_t *nic)

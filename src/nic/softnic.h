@@ -3,7 +3,8 @@
  * segment per communicator (all ranks on one node).
  *
  * Layout (every offset a multiple of 64 bytes):
- *   header     magic, geometry, the pid of every rank, the poison word
+ *   header     magic, geometry, the pid of every rank, the poison word, and (named
+ *              segments) how many ranks have attached
  *   bells      [rank] one cache line each: a futex word and an "armed" flag,
  *              set by the rank's executor while it sleeps waiting for arrivals
  *   counters   [owner][feeder][chan] one cache line each: the CREDIT counter,
@@ -38,7 +39,8 @@ typedef struct {
     uint32_t slots;
     uint64_t slot_bytes;
     uint64_t total;
-    _Atomic int32_t poison;   /* dead rank + 1, 0 while healthy */
+    _Atomic int32_t poison;   /* dead (or failed) rank + 1, 0 while healthy */
+    _Atomic uint32_t attached; /* named segments: ranks attached so far, creator aside */
     int32_t pid[];            /* [size] */
 } ofl_softnic_hdr_t;
 
@@ -62,14 +64,37 @@ typedef struct {
 /* Bytes of the segment for `size` ranks. */
 size_t ofl_softnic_bytes(int size, int slots, size_t segsize);
 
-/* Rank `rank` creates (exclusively, mode 0600) and initialises the segment.
- * `slots` (mailbox slots per stream) is best a power of two (no division). */
+/* Rank `rank` creates an anonymous segment (memfd: it never has a name, so
+ * nothing of it outlives the processes that map it, whatever way they end) and
+ * initialises it. *fd is the descriptor the others reopen through
+ * /proc/<pid>/fd/<fd>; the creator closes it once they all have (the mappings
+ * stay). `slots` (mailbox slots per stream) is best a power of two. */
+int ofl_softnic_create_anon(ofl_softnic_t *nic, int *fd, int size, int rank, int slots,
+                            size_t segsize);
+
+/* Another rank maps the anonymous segment of process `pid`'s descriptor `fd` and
+ * checks its geometry. Opening another process's descriptor needs the same
+ * ptrace read access as /proc/<pid>/fd itself (same user, dumpable process):
+ * -EACCES/-EPERM when refused. */
+int ofl_softnic_attach_anon(ofl_softnic_t *nic, int pid, int fd, int size, int rank, int slots,
+                            size_t segsize);
+
+/* The same with a name in /dev/shm, for where /proc reopening is refused: rank
+ * `rank` creates it (exclusively, mode 0600) and initialises it; the others
+ * attach. With ofl_softnic_attach_unlink the last of `size - 1` ranks to attach
+ * removes the name at once (the window in which a crash leaves a file closes
+ * with the last attach). */
 int ofl_softnic_create(ofl_softnic_t *nic, const char *name, int size, int rank, int slots,
                        size_t segsize);
-
-/* Another rank maps the segment created under `name` and checks its geometry. */
 int ofl_softnic_attach(ofl_softnic_t *nic, const char *name, int size, int rank, int slots,
                        size_t segsize);
+int ofl_softnic_attach_unlink(ofl_softnic_t *nic, const char *name, int size, int rank,
+                              int slots, size_t segsize);
+
+/* This rank cannot go on with the communicator (a local failure in the middle of
+ * a call or of set-up): mark it failed, naming this rank, so that every peer
+ * waiting on it gives up at its next liveness check instead of waiting for ever. */
+void ofl_softnic_poison_self(ofl_softnic_t *nic);
 
 /* Every rank has attached (the caller agreed on it): keep the ranks' pids
  * privately from now on, so that a peer rewriting the header cannot point
@@ -88,7 +113,8 @@ int ofl_softnic_probe_get(ofl_softnic_t *nic, int peer, const void *addr, uint64
  * *armed when it wakes. */
 void ofl_softnic_bell(ofl_softnic_t *nic, uint32_t **word, uint32_t **armed);
 
-/* Remove the name (mappings stay valid); call once every rank has attached. */
+/* Remove the name (mappings stay valid): the creator's error exit, in case the
+ * last attach never came; -ENOENT when it did. */
 int ofl_softnic_unlink(const char *name);
 
 void ofl_softnic_detach(ofl_softnic_t *nic);
