@@ -56,7 +56,23 @@ typedef struct {
     char *ofi_provider;
     char *ofi_fabric;                   /* "" : the provider's first non-loopback one */
     int ofi_native;                     /* leaders' calls as triggered operations */
+    char *inject;                       /* tests only: STEP:RANK[:kill] (see below) */
 } mca_coll_offload_params_t;
+
+/* Steps of the set-up (and the staging of a bcast) where coll_offload_inject can
+ * make a rank fail, to test the error paths. */
+typedef enum {
+    OFL_INJECT_NONE = 0,
+    OFL_INJECT_CREATE,
+    OFL_INJECT_BCAST,
+    OFL_INJECT_PROC,
+    OFL_INJECT_ATTACH,
+    OFL_INJECT_PROBE,
+    OFL_INJECT_COMPILE,
+    OFL_INJECT_AGREE,
+    OFL_INJECT_STAGE,
+    OFL_INJECT_COUNT
+} ofl_inject_t;
 
 /* How a collective was called: each kind has its own MPI_T counters. */
 typedef enum {
@@ -180,7 +196,19 @@ int mca_coll_offload_init_query(bool enable_progress_threads, bool enable_mpi_th
 mca_coll_base_module_t *mca_coll_offload_comm_query(struct ompi_communicator_t *comm,
                                                     int *priority);
 
+/* Set the communicator's NIC up (collective). OMPI_SUCCESS with m->state READY
+ * or DISABLED (every rank alike: the calls fall back); an error when this rank
+ * cannot know what the others decided (the agreement itself failed here): the
+ * call must return it, and the communicator is marked failed for the others. */
 int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm);
+
+/* Parse coll_offload_inject (component open): 0, or -1 when it is malformed. */
+int mca_coll_offload_inject_parse(const char *text);
+/* Tests only: should `step` fail now on comm rank `rank`? Set-up steps count in
+ * the process's first set-up only, OFL_INJECT_STAGE at its first staging only,
+ * so that every later communicator works. With :kill the process SIGKILLs
+ * itself here instead of returning. */
+int mca_coll_offload_inject(ofl_inject_t step, int rank);
 
 /* The node-aware module for an intra-communicator that spans nodes
  * (coll_offload_hier.c). */
@@ -307,6 +335,13 @@ size_t mca_coll_offload_segment(const ofl_program_t *prog, size_t bytes);
 void mca_coll_offload_report(mca_coll_offload_module_t *m, const char *what,
                              struct ompi_communicator_t *comm, ofl_wait_status_t st, int peer,
                              int cnt, uint64_t have, int64_t need, int error);
+/* A local failure in the middle of a call (a staging allocation, packing)
+ * that leaves this rank unable to take part: say so, mark the communicator
+ * failed for every rank (ofl_softnic_poison_self: whoever waits on us gives up
+ * at its next liveness check) and fall back from now on. Returns the error for
+ * the call. */
+int mca_coll_offload_fail_here(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
+                               const char *what, const char *why, int rc);
 /* Pack (root) or unpack a non-contiguous bcast buffer through `stage`. */
 int mca_coll_offload_stage(void *stage, void *buf, int count, struct ompi_datatype_t *dtype,
                            size_t bytes, int pack);

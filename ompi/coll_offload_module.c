@@ -4,7 +4,10 @@
  */
 #include "coll_offload.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -240,83 +243,247 @@ static void dump_programs(mca_coll_offload_module_t *m, struct ompi_communicator
     free(text);
 }
 
-/* Collective: every rank of comm calls this at the same (first offloaded) call.
- * Rank 0 creates the segment, the name travels by the fallback bcast, the others
- * attach, and a fallback allreduce agrees on the outcome; the name is unlinked as
- * soon as everybody is attached, so nothing outlives the processes. */
-int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm)
+/* coll_offload_inject, parsed (tests only). */
+static const char *const inject_names[OFL_INJECT_COUNT] = {
+    [OFL_INJECT_NONE] = "",          [OFL_INJECT_CREATE] = "create",
+    [OFL_INJECT_BCAST] = "bcast",    [OFL_INJECT_PROC] = "proc",
+    [OFL_INJECT_ATTACH] = "attach",  [OFL_INJECT_PROBE] = "probe",
+    [OFL_INJECT_COMPILE] = "compile", [OFL_INJECT_AGREE] = "agree",
+    [OFL_INJECT_STAGE] = "stage",
+};
+
+static struct {
+    ofl_inject_t step;
+    int rank;
+    int kill;
+    int setups;     /* set-ups finished in this process */
+    int stages;     /* staging allocations tried in this process */
+} inject;
+
+int mca_coll_offload_inject_parse(const char *text)
+{
+    inject.step = OFL_INJECT_NONE;
+    if (NULL == text || '\0' == text[0]) {
+        return 0;
+    }
+    const char *colon = strchr(text, ':');
+    if (NULL == colon) {
+        return -1;
+    }
+    ofl_inject_t step = OFL_INJECT_NONE;
+    for (int k = OFL_INJECT_NONE + 1; k < OFL_INJECT_COUNT; ++k) {
+        if (strlen(inject_names[k]) == (size_t) (colon - text)
+            && 0 == strncmp(text, inject_names[k], (size_t) (colon - text))) {
+            step = (ofl_inject_t) k;
+        }
+    }
+    char *end = NULL;
+    long rank = strtol(colon + 1, &end, 10);
+    int kill = NULL != end && 0 == strcmp(end, ":kill");
+    if (OFL_INJECT_NONE == step || end == colon + 1 || rank < 0 || rank > INT32_MAX
+        || (!kill && '\0' != *end)) {
+        return -1;
+    }
+    inject.step = step;
+    inject.rank = (int) rank;
+    inject.kill = kill;
+    return 0;
+}
+
+int mca_coll_offload_inject(ofl_inject_t step, int rank)
+{
+    if (OPAL_LIKELY(OFL_INJECT_NONE == inject.step)) {
+        return 0;
+    }
+    /* Only the first set-up and the first staging, on every rank alike:
+     * communicators made afterwards must work. */
+    if (OFL_INJECT_STAGE == step ? 0 != inject.stages++ : 0 != inject.setups) {
+        return 0;
+    }
+    if (step != inject.step || rank != inject.rank) {
+        return 0;
+    }
+    opal_output(0, "coll:offload: coll_offload_inject: %s fails on rank %d%s",
+                inject_names[step], rank, inject.kill ? " (SIGKILL)" : "");
+    if (inject.kill) {
+        raise(SIGKILL);
+    }
+    return 1;
+}
+
+/* Where rank 0 made the segment, as the others learn it by the fallback bcast. */
+typedef struct {
+    int32_t rc;             /* 0, or -errno of rank 0's create */
+    int32_t pid;            /* anonymous: rank 0's process and its descriptor */
+    int32_t fd;
+    int32_t pad;
+    char name[48];          /* named */
+    uint64_t probe_addr;    /* a word of rank 0's memory, to test reading it */
+    uint64_t probe_value;
+} setup_msg_t;
+
+/* What each rank says in the agreement (MIN over ranks; 1 = fine here). */
+enum {
+    VOTE_NIC,       /* the segment and the programs work */
+    VOTE_GET,       /* cross-memory reads of rank 0 work */
+    VOTE_ANON,      /* the anonymous segment could be reopened (else: use a name) */
+    VOTE_COUNT
+};
+
+/* One try at the segment, anonymous or named, ending in the agreement. Every
+ * rank takes part in both collectives whatever failed before on it, so that
+ * all reach the same verdict (all_votes); rank 0 closes its descriptor or
+ * removes the name right after the agreement, whatever it says. Returns the
+ * agreement's error if it failed here (then this rank does not know the
+ * verdict). A failed step leaves what it made for the caller's error exit. */
+static int setup_attempt(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
+                         int named, int local_ok, int all_votes[VOTE_COUNT])
 {
     static unsigned serial = 0;
     mca_coll_offload_component_t *c = &mca_coll_offload_component;
     const mca_coll_offload_params_t *p = &c->params;
-    struct {
-        char name[56];
-        int rc;
-        int pad;
-        uint64_t probe_addr;    /* a word of rank 0's memory, to test reading it */
-        uint64_t probe_value;
-    } msg;
+    size_t segsize = p->segment_size ? p->segment_size : 16384;
+    setup_msg_t msg;
     memset(&msg, 0, sizeof(msg));
-    int ok[2] = { 1, 1 };       /* the NIC works; cross-memory reads work */
+    int vote[VOTE_COUNT] = { local_ok, 1, 1 };
+    int fd = -1;
     volatile uint64_t probe = ((uint64_t) getpid() << 32) ^ 0x6f666c6f6164ull;
 
-    if (0 != ofl_edges_init(&m->edges, m->size) || 0 != compile_all(m)) {
-        ok[0] = 0;
-    }
-    size_t segsize = p->segment_size ? p->segment_size : 16384;
     if (0 == m->rank) {
-        snprintf(msg.name, sizeof(msg.name), "/coll_offload.%d.%u.%u", (int) getpid(),
-                 comm->c_contextid, serial++);
-        msg.rc = ofl_softnic_create(&m->nic, msg.name, m->size, 0, p->slots, segsize);
+        if (named) {
+            snprintf(msg.name, sizeof(msg.name), "/coll_offload.%d.%u.%u", (int) getpid(),
+                     comm->c_contextid, serial++);
+            msg.rc = ofl_softnic_create(&m->nic, msg.name, m->size, 0, p->slots, segsize);
+        } else {
+            msg.rc = ofl_softnic_create_anon(&m->nic, &fd, m->size, 0, p->slots, segsize);
+            msg.pid = (int32_t) getpid();
+            msg.fd = fd;
+        }
+        if (0 == msg.rc && mca_coll_offload_inject(OFL_INJECT_CREATE, 0)) {
+            msg.rc = -EIO;
+        }
         msg.probe_addr = (uint64_t) (uintptr_t) &probe;
         msg.probe_value = probe;
         if (0 != msg.rc) {
-            opal_output_verbose(1, c->output, "coll:offload: %s: cannot create %s (%zu bytes): %s",
-                                comm->c_name, msg.name,
+            opal_output_verbose(1, c->output,
+                                "coll:offload: %s: cannot create the %s segment (%zu bytes): %s",
+                                comm->c_name, named ? "named" : "anonymous",
                                 ofl_softnic_bytes(m->size, p->slots, segsize),
                                 strerror(-msg.rc));
-            ok[0] = 0;
+            /* A kernel without memfd may still have /dev/shm: try a name. */
+            vote[named ? VOTE_NIC : VOTE_ANON] = 0;
         }
     }
     int rc = m->prev_bcast(&msg, (int) sizeof(msg), MPI_BYTE, 0, comm, m->prev_bcast_module);
-    if (OMPI_SUCCESS != rc) {
-        return rc;
+    if (OMPI_SUCCESS == rc && mca_coll_offload_inject(OFL_INJECT_BCAST, m->rank)) {
+        rc = OMPI_ERROR;
     }
-    if (0 != m->rank) {
-        if (0 != msg.rc) {
-            ok[0] = 0;
+    if (OMPI_SUCCESS != rc) {
+        /* What arrived (if anything) cannot be trusted; the agreement below
+         * still runs, so that nobody is left waiting in it. */
+        opal_output_verbose(1, c->output, "coll:offload: %s: the set-up bcast failed here (%d)",
+                            comm->c_name, rc);
+        vote[VOTE_NIC] = 0;
+    } else if (0 != m->rank && 0 == msg.rc) {
+        int arc;
+        if (named) {
+            arc = ofl_softnic_attach_unlink(&m->nic, msg.name, m->size, m->rank, p->slots,
+                                            segsize);
+        } else if (mca_coll_offload_inject(OFL_INJECT_PROC, m->rank)) {
+            arc = -EACCES;
         } else {
-            int arc = ofl_softnic_attach(&m->nic, msg.name, m->size, m->rank, p->slots,
-                                         segsize);
-            if (0 != arc) {
-                opal_output_verbose(1, c->output, "coll:offload: %s: cannot attach %s: %s",
-                                    comm->c_name, msg.name, strerror(-arc));
-                ok[0] = 0;
-            } else {
-                /* Single-copy reads need cross-memory attach (ptrace rules may
-                 * forbid it): try one on rank 0, which waits in the agreement
-                 * below, so the word is still there. */
-                int prc = ofl_softnic_probe_get(&m->nic, 0, (const void *) msg.probe_addr,
-                                                msg.probe_value);
-                if (0 != prc) {
-                    opal_output_verbose(1, c->output,
-                                        "coll:offload: %s: cannot read a peer's memory (%s): "
-                                        "no single-copy bcast",
-                                        comm->c_name, strerror(-prc));
-                    ok[1] = 0;
-                }
+            arc = ofl_softnic_attach_anon(&m->nic, msg.pid, msg.fd, m->size, m->rank, p->slots,
+                                          segsize);
+        }
+        if (0 == arc && mca_coll_offload_inject(OFL_INJECT_ATTACH, m->rank)) {
+            arc = -EIO;
+        }
+        if (!named && (-EACCES == arc || -EPERM == arc)) {
+            opal_output_verbose(1, c->output,
+                                "coll:offload: %s: may not reopen rank 0's segment through "
+                                "/proc (%s): a named segment is used",
+                                comm->c_name, strerror(-arc));
+            vote[VOTE_ANON] = 0;
+        } else if (0 != arc) {
+            opal_output_verbose(1, c->output, "coll:offload: %s: cannot attach the segment: %s",
+                                comm->c_name, strerror(-arc));
+            vote[VOTE_NIC] = 0;
+        } else {
+            /* Single-copy reads need cross-memory attach (ptrace rules may
+             * forbid it): try one on rank 0, which waits in the agreement
+             * below, so the word is still there. */
+            int prc = ofl_softnic_probe_get(&m->nic, 0, (const void *) msg.probe_addr,
+                                            msg.probe_value);
+            if (0 == prc && mca_coll_offload_inject(OFL_INJECT_PROBE, m->rank)) {
+                prc = -EPERM;
+            }
+            if (0 != prc) {
+                opal_output_verbose(1, c->output,
+                                    "coll:offload: %s: cannot read a peer's memory (%s): "
+                                    "no single-copy bcast",
+                                    comm->c_name, strerror(-prc));
+                vote[VOTE_GET] = 0;
             }
         }
     }
-    int all_ok[2] = { 0, 0 };
-    rc = m->prev_allreduce(ok, all_ok, 2, MPI_INT, MPI_MIN, comm, m->prev_allreduce_module);
-    if (0 == m->rank && 0 == msg.rc) {
-        ofl_softnic_unlink(msg.name);
+    rc = m->prev_allreduce(vote, all_votes, VOTE_COUNT, MPI_INT, MPI_MIN, comm,
+                           m->prev_allreduce_module);
+    if (OMPI_SUCCESS == rc && mca_coll_offload_inject(OFL_INJECT_AGREE, m->rank)) {
+        rc = OMPI_ERROR;
     }
+    if (0 == m->rank) {
+        /* Everybody who could attach has: the descriptor or the name (if the
+         * last attacher has not removed it) goes, whatever was decided. */
+        if (fd >= 0) {
+            close(fd);
+        }
+        if (named && '\0' != msg.name[0]) {
+            ofl_softnic_unlink(msg.name);
+        }
+    }
+    return rc;
+}
+
+/* Collective: every rank of comm calls this at the same (first offloaded) call.
+ * Rank 0 creates an anonymous segment, where it is travels by the fallback
+ * bcast, the others reopen it through /proc, and a fallback allreduce agrees on
+ * the outcome (where the reopening is refused, once more with a named segment).
+ * Every failure ends in the one error exit below, on every rank alike. */
+int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm)
+{
+    mca_coll_offload_component_t *c = &mca_coll_offload_component;
+    const mca_coll_offload_params_t *p = &c->params;
+    int all_votes[VOTE_COUNT] = { 0, 0, 0 };
+    int local_ok = 0 == ofl_edges_init(&m->edges, m->size) && 0 == compile_all(m);
+    if (local_ok && mca_coll_offload_inject(OFL_INJECT_COMPILE, m->rank)) {
+        local_ok = 0;
+    }
+    if (!local_ok) {
+        opal_output_verbose(1, c->output, "coll:offload: %s: cannot compile the programs",
+                            comm->c_name);
+    }
+    int named = 0;
+    int rc = setup_attempt(m, comm, named, local_ok, all_votes);
+    if (OMPI_SUCCESS == rc && all_votes[VOTE_NIC] && !all_votes[VOTE_ANON]) {
+        ofl_softnic_detach(&m->nic);
+        named = 1;
+        rc = setup_attempt(m, comm, named, local_ok, all_votes);
+    }
+    inject.setups++;
     if (OMPI_SUCCESS != rc) {
+        /* The agreement failed here, so the others may have decided to
+         * offload: mark the segment failed (their first call then fails
+         * promptly instead of waiting for us) and return the error. */
+        ofl_softnic_poison_self(&m->nic);
+        release_nic(m);
+        m->state = OFL_MOD_DISABLED;
+        opal_output(0,
+                    "coll:offload: %s: the set-up agreement failed on rank %d (%d); the "
+                    "communicator is marked failed and falls back from now on",
+                    comm->c_name, m->rank, rc);
         return rc;
     }
-    if (!all_ok[0]) {
+    if (!all_votes[VOTE_NIC] || !all_votes[VOTE_ANON]) {
         release_nic(m);
         m->state = OFL_MOD_DISABLED;
         if (0 == m->rank) {
@@ -336,15 +503,17 @@ int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicato
         opal_output(0, "coll:offload: %s: the software NIC's header is corrupt (a rank's pid "
                     "is missing or out of range)", comm->c_name);
     }
+    size_t segsize = p->segment_size ? p->segment_size : 16384;
     m->state = OFL_MOD_READY;
-    m->single_copy = all_ok[1];
+    m->single_copy = all_votes[VOTE_GET];
     m->board = ofl_board_fits(&m->nic.base, 0) && m->size <= p->exchange_max_ranks;
     m->board_seq = 0;
     m->wait_opts = ofl_glue_wait_opts(p);
     opal_output_verbose(1, c->output,
-                        "coll:offload: %s (cid %u, %d ranks): software NIC ready, %zu-byte "
-                        "segments, %d slots/edge",
-                        comm->c_name, comm->c_contextid, m->size, segsize, p->slots);
+                        "coll:offload: %s (cid %u, %d ranks): software NIC ready (%s segment), "
+                        "%zu-byte segments, %d slots/edge",
+                        comm->c_name, comm->c_contextid, m->size,
+                        named ? "named" : "anonymous", segsize, p->slots);
     if (p->verbose >= 50) {
         dump_programs(m, comm);
     }

@@ -821,7 +821,10 @@ static int stage_prepare(mca_coll_offload_req_t *r, void *buf, int count,
                          struct ompi_datatype_t *dtype, int root, size_t bytes)
 {
     if (r->stage_bytes < bytes) {
-        void *p = realloc(r->stage, bytes);
+        void *p = NULL;
+        if (!mca_coll_offload_inject(OFL_INJECT_STAGE, r->module->rank)) {
+            p = realloc(r->stage, bytes);
+        }
         if (NULL == p) {
             return -1;
         }
@@ -847,6 +850,11 @@ static int start_one(mca_coll_offload_req_t *r)
     q->req_state = OMPI_REQUEST_ACTIVE;
     if (r->staged && m->rank == r->root
         && 0 != mca_coll_offload_stage(r->stage, r->buf, r->count, r->dtype, r->bytes, 1)) {
+        /* Not posted: whoever waits for our data must fail too. */
+        mca_coll_offload_fail_here(m, q->req_mpi_object.comm,
+                                   REQ_PERSISTENT == r->kind ? p_names[r->coll]
+                                                             : nb_names[r->coll],
+                                   "packing the root's data failed", OMPI_ERROR);
         q->req_status.MPI_ERROR = MPI_ERR_INTERN;
         ompi_request_complete(q, true);
         return OMPI_SUCCESS;
@@ -867,13 +875,15 @@ static int make_request(mca_coll_offload_module_t *m, struct ompi_communicator_t
                         struct ompi_datatype_t *dtype, int root, mca_coll_offload_req_t *reuse,
                         ompi_request_t **request)
 {
+    const char *what = REQ_PERSISTENT == kind ? p_names[coll] : nb_names[coll];
     int rc = module_activate(m);
     if (OMPI_SUCCESS != rc) {
-        return rc;
+        return mca_coll_offload_fail_here(m, comm, what, "cannot allocate a request", rc);
     }
     mca_coll_offload_req_t *r = NULL != reuse ? reuse : req_get(m, comm, kind, coll);
     if (NULL == r) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
+        return mca_coll_offload_fail_here(m, comm, what, "cannot allocate a request",
+                                          OMPI_ERR_OUT_OF_RESOURCE);
     }
     r->prog = prog;
     r->board = board;
@@ -883,15 +893,14 @@ static int make_request(mca_coll_offload_module_t *m, struct ompi_communicator_t
                           call->elem, call->fn);
     }
     if (NULL != buf && 0 != stage_prepare(r, buf, count, dtype, root, call->count)) {
-        /* The other ranks may already have posted: an out-of-resource error,
-         * never a silent divergence. */
-        opal_output(0, "coll:offload: %s on %s: cannot allocate %zu bytes of staging",
-                    REQ_PERSISTENT == kind ? p_names[coll] : nb_names[coll], comm->c_name,
-                    call->count);
+        /* The other ranks may already have posted: an out-of-resource error
+         * here, and every rank waiting on this one fails too (not a watchdog
+         * wait, not a silent divergence). */
         if (NULL == reuse) {
             recycle(r);
         }
-        return OMPI_ERR_OUT_OF_RESOURCE;
+        return mca_coll_offload_fail_here(m, comm, what, "cannot allocate the staging buffer",
+                                          OMPI_ERR_OUT_OF_RESOURCE);
     }
     if (NULL != reuse) {
         return OMPI_SUCCESS;

@@ -98,16 +98,18 @@ static inline int nb_ready(mca_coll_offload_module_t *m)
     return OFL_MOD_READY == st ? R_OFFLOAD : OFL_MOD_UNSET == st ? R_UNSET : R_NIC;
 }
 
-/* Lazy, collective set-up at the first offloaded call; same outcome on all ranks. */
-static inline int ensure_ready(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm)
+/* Lazy, collective set-up at the first offloaded call; same outcome on all ranks.
+ * 1: offload; 0: fall back, or return *rc when it is an error (this rank could
+ * not learn the outcome: falling back alone would leave the others waiting). */
+static inline int ensure_ready(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
+                               int *rc)
 {
+    *rc = OMPI_SUCCESS;
     if (OPAL_LIKELY(OFL_MOD_READY == m->state)) {
         return 1;
     }
     if (OFL_MOD_UNSET == m->state) {
-        if (OMPI_SUCCESS != mca_coll_offload_setup(m, comm)) {
-            m->state = OFL_MOD_DISABLED;
-        }
+        *rc = mca_coll_offload_setup(m, comm);
     }
     return OFL_MOD_READY == m->state;
 }
@@ -146,6 +148,15 @@ void mca_coll_offload_report(mca_coll_offload_module_t *m, const char *what,
                     "coll:offload: %s on communicator %s (cid %u) rank %d: reading a peer's "
                     "memory failed (%s); returning MPI_ERR_OTHER",
                     what, comm->c_name, comm->c_contextid, m->rank, strerror(-error));
+    } else if (OFL_WAIT_PEER_DEAD == st && NULL != m->nic.mem
+               && m->nic.base.ops->peer_alive(&m->nic.base, peer)) {
+        /* Marked failed by a rank that lives: a failure on its side (its own
+         * message says which), after which it cannot take part any more. */
+        opal_output(0,
+                    "coll:offload: %s on communicator %s (cid %u): rank %d of that "
+                    "communicator failed on its side and gave up the communicator; returning "
+                    "MPI_ERR_OTHER",
+                    what, comm->c_name, comm->c_contextid, peer);
     } else if (OFL_WAIT_PEER_DEAD == st) {
         opal_output(0,
                     "coll:offload: %s on communicator %s (cid %u): rank %d of that "
@@ -362,7 +373,11 @@ int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
     ofl_call_t call = { 0 };
     ofl_alg_t alg;
     int reason = check_reduction(m, OFL_COLL_ALLREDUCE, dtype, op, count, &call, &alg);
-    if (R_OFFLOAD == reason && !ensure_ready(m, comm)) {
+    int setup_rc;
+    if (R_OFFLOAD == reason && !ensure_ready(m, comm, &setup_rc)) {
+        if (OMPI_SUCCESS != setup_rc) {
+            return setup_rc;
+        }
         reason = R_NIC;
     }
     if (R_OFFLOAD != reason) {
@@ -404,7 +419,11 @@ static int reduce_impl(const void *sbuf, void *rbuf, int count, struct ompi_data
     if (R_POLICY == reason && ignore_policy) {
         reason = R_OFFLOAD;
     }
-    if (R_OFFLOAD == reason && !ensure_ready(m, comm)) {
+    int setup_rc;
+    if (R_OFFLOAD == reason && !ensure_ready(m, comm, &setup_rc)) {
+        if (OMPI_SUCCESS != setup_rc) {
+            return setup_rc;
+        }
         reason = R_NIC;
     }
     if (R_OFFLOAD != reason) {
@@ -434,6 +453,19 @@ int mca_coll_offload_reduce_node(const void *sbuf, void *rbuf, int count,
                                  mca_coll_base_module_t *module)
 {
     return reduce_impl(sbuf, rbuf, count, dtype, op, root, comm, module, 1);
+}
+
+int mca_coll_offload_fail_here(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
+                               const char *what, const char *why, int rc)
+{
+    opal_output(0,
+                "coll:offload: %s on communicator %s (cid %u) rank %d: %s; the communicator "
+                "is marked failed (the other ranks' calls on it fail too) and falls back from "
+                "now on",
+                what, comm->c_name, comm->c_contextid, m->rank, why);
+    ofl_softnic_poison_self(&m->nic);
+    __atomic_store_n(&m->state, OFL_MOD_DISABLED, __ATOMIC_RELAXED);
+    return rc;
 }
 
 /* Pack or unpack a non-contiguous bcast buffer through a staging area.
@@ -472,7 +504,11 @@ int mca_coll_offload_bcast(void *buf, int count, struct ompi_datatype_t *dtype, 
     /* Only the byte size may decide: type signatures match across ranks but
      * layouts need not, so a non-contiguous layout is staged, not refused. */
     int reason = check_size(OFL_COLL_BCAST, bytes, m->size, &alg);
-    if (R_OFFLOAD == reason && !ensure_ready(m, comm)) {
+    int setup_rc;
+    if (R_OFFLOAD == reason && !ensure_ready(m, comm, &setup_rc)) {
+        if (OMPI_SUCCESS != setup_rc) {
+            return setup_rc;
+        }
         reason = R_NIC;
     }
     if (R_OFFLOAD != reason) {
@@ -492,19 +528,24 @@ int mca_coll_offload_bcast(void *buf, int count, struct ompi_datatype_t *dtype, 
         return run(m, OFL_COLL_BCAST, bcast_program(m, alg, root), &call, comm);
     }
     if (m->pack_bytes < bytes) {
-        void *p = realloc(m->pack, bytes);
+        void *p = NULL;
+        if (!mca_coll_offload_inject(OFL_INJECT_STAGE, m->rank)) {
+            p = realloc(m->pack, bytes);
+        }
         if (NULL == p) {
-            /* Cannot stage here, but the others may already be in the program:
-             * this is an out-of-resource error, not a silent divergence. */
-            opal_output(0, "coll:offload: MPI_Bcast on %s: cannot allocate %zu bytes of staging",
-                        comm->c_name, bytes);
-            return OMPI_ERR_OUT_OF_RESOURCE;
+            /* The others may already be in the program (and layouts, hence
+             * staging, may differ between ranks: no agreement is possible
+             * here): every rank waiting on us must fail too, now. */
+            return mca_coll_offload_fail_here(m, comm, "MPI_Bcast",
+                                              "cannot allocate the staging buffer",
+                                              OMPI_ERR_OUT_OF_RESOURCE);
         }
         m->pack = p;
         m->pack_bytes = bytes;
     }
     if (m->rank == root && 0 != mca_coll_offload_stage(m->pack, buf, count, dtype, bytes, 1)) {
-        return OMPI_ERROR;
+        return mca_coll_offload_fail_here(m, comm, "MPI_Bcast", "packing the root's data failed",
+                                          OMPI_ERROR);
     }
     call.send = call.recv = m->pack;
     int rc = run(m, OFL_COLL_BCAST, bcast_program(m, alg, root), &call, comm);
@@ -521,7 +562,11 @@ int mca_coll_offload_barrier(struct ompi_communicator_t *comm, mca_coll_base_mod
     ofl_alg_t alg = ofl_policy_pick(&mca_coll_offload_component.params.policy[OFL_COLL_BARRIER],
                                     0, m->size);
     int reason = OFL_ALG_FALLBACK == alg ? R_POLICY : R_OFFLOAD;
-    if (R_OFFLOAD == reason && !ensure_ready(m, comm)) {
+    int setup_rc;
+    if (R_OFFLOAD == reason && !ensure_ready(m, comm, &setup_rc)) {
+        if (OMPI_SUCCESS != setup_rc) {
+            return setup_rc;
+        }
         reason = R_NIC;
     }
     if (R_OFFLOAD != reason) {
