@@ -56,7 +56,7 @@ typedef struct {
     char *ofi_provider;
     char *ofi_fabric;                   /* "" : the provider's first non-loopback one */
     int ofi_native;                     /* leaders' calls as triggered operations */
-    char *inject;                       /* tests only: STEP:RANK[:kill] (see below) */
+    char *inject;                       /* tests only: STEP:RANK[:kill],... (see below) */
 } mca_coll_offload_params_t;
 
 /* Steps of the set-up (and the staging of a bcast) where coll_offload_inject can
@@ -202,7 +202,8 @@ mca_coll_base_module_t *mca_coll_offload_comm_query(struct ompi_communicator_t *
  * call must return it, and the communicator is marked failed for the others. */
 int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm);
 
-/* Parse coll_offload_inject (component open): 0, or -1 when it is malformed. */
+/* Parse coll_offload_inject (component open): 0, or -1 when it is malformed
+ * (then nothing is injected). */
 int mca_coll_offload_inject_parse(const char *text);
 /* Tests only: should `step` fail now on comm rank `rank`? Set-up steps count in
  * the process's first set-up only, OFL_INJECT_STAGE at its first staging only,

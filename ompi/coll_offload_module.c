@@ -252,22 +252,24 @@ static const char *const inject_names[OFL_INJECT_COUNT] = {
     [OFL_INJECT_STAGE] = "stage",
 };
 
+#define INJECT_MAX 4
+
 static struct {
-    ofl_inject_t step;
-    int rank;
-    int kill;
+    struct {
+        ofl_inject_t step;
+        int rank;
+        int kill;
+    } at[INJECT_MAX];
+    int n;
     int setups;     /* set-ups finished in this process */
     int stages;     /* staging allocations tried in this process */
 } inject;
 
-int mca_coll_offload_inject_parse(const char *text)
+/* One STEP:RANK[:kill] of the list; 0 or -1. */
+static int inject_parse_one(const char *text, size_t len)
 {
-    inject.step = OFL_INJECT_NONE;
-    if (NULL == text || '\0' == text[0]) {
-        return 0;
-    }
-    const char *colon = strchr(text, ':');
-    if (NULL == colon) {
+    const char *colon = memchr(text, ':', len);
+    if (NULL == colon || INJECT_MAX == inject.n) {
         return -1;
     }
     ofl_inject_t step = OFL_INJECT_NONE;
@@ -277,22 +279,44 @@ int mca_coll_offload_inject_parse(const char *text)
             step = (ofl_inject_t) k;
         }
     }
-    char *end = NULL;
-    long rank = strtol(colon + 1, &end, 10);
-    int kill = NULL != end && 0 == strcmp(end, ":kill");
-    if (OFL_INJECT_NONE == step || end == colon + 1 || rank < 0 || rank > INT32_MAX
-        || (!kill && '\0' != *end)) {
+    char rest[32];
+    size_t rlen = len - (size_t) (colon + 1 - text);
+    if (OFL_INJECT_NONE == step || 0 == rlen || rlen >= sizeof(rest)) {
         return -1;
     }
-    inject.step = step;
-    inject.rank = (int) rank;
-    inject.kill = kill;
+    memcpy(rest, colon + 1, rlen);
+    rest[rlen] = '\0';
+    char *end = NULL;
+    long rank = strtol(rest, &end, 10);
+    int kill = 0 == strcmp(end, ":kill");
+    if (end == rest || rank < 0 || rank > INT32_MAX || (!kill && '\0' != *end)) {
+        return -1;
+    }
+    inject.at[inject.n].step = step;
+    inject.at[inject.n].rank = (int) rank;
+    inject.at[inject.n].kill = kill;
+    inject.n++;
+    return 0;
+}
+
+int mca_coll_offload_inject_parse(const char *text)
+{
+    inject.n = 0;
+    while (NULL != text && '\0' != *text) {
+        const char *comma = strchr(text, ',');
+        size_t len = NULL != comma ? (size_t) (comma - text) : strlen(text);
+        if (0 != inject_parse_one(text, len)) {
+            inject.n = 0;
+            return -1;
+        }
+        text = NULL != comma ? comma + 1 : text + len;
+    }
     return 0;
 }
 
 int mca_coll_offload_inject(ofl_inject_t step, int rank)
 {
-    if (OPAL_LIKELY(OFL_INJECT_NONE == inject.step)) {
+    if (OPAL_LIKELY(0 == inject.n)) {
         return 0;
     }
     /* Only the first set-up and the first staging, on every rank alike:
@@ -300,15 +324,18 @@ int mca_coll_offload_inject(ofl_inject_t step, int rank)
     if (OFL_INJECT_STAGE == step ? 0 != inject.stages++ : 0 != inject.setups) {
         return 0;
     }
-    if (step != inject.step || rank != inject.rank) {
-        return 0;
+    for (int i = 0; i < inject.n; ++i) {
+        if (step != inject.at[i].step || rank != inject.at[i].rank) {
+            continue;
+        }
+        opal_output(0, "coll:offload: coll_offload_inject: %s fails on rank %d%s",
+                    inject_names[step], rank, inject.at[i].kill ? " (SIGKILL)" : "");
+        if (inject.at[i].kill) {
+            raise(SIGKILL);
+        }
+        return 1;
     }
-    opal_output(0, "coll:offload: coll_offload_inject: %s fails on rank %d%s",
-                inject_names[step], rank, inject.kill ? " (SIGKILL)" : "");
-    if (inject.kill) {
-        raise(SIGKILL);
-    }
-    return 1;
+    return 0;
 }
 
 /* Where rank 0 made the segment, as the others learn it by the fallback bcast. */

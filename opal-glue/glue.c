@@ -228,14 +228,15 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
             OPAL_INFO_LVL_6, &p->ofi_native);
     mca_base_component_var_register(
         &c->super.collm_version, "inject",
-        "For tests only: make one step of the first communicator set-up (or of the first "
-        "staged bcast) fail on one rank, to exercise the error paths. STEP:RANK[:kill], "
-        "RANK the rank in that communicator; STEP one of create (the segment, rank 0), "
-        "bcast (the bcast of where it is), proc (reopening it through /proc is refused: "
-        "the named segment is used), attach, probe (the cross-memory read test), compile "
-        "(the programs), agree (the agreement allreduce returns an error), stage (the "
-        "staging allocation of a non-contiguous bcast or ibcast); with :kill the rank "
-        "SIGKILLs itself right after the step instead. Empty (default): nothing is injected",
+        "For tests only: make steps of the first communicator set-up (or of the first "
+        "staged bcast) fail on chosen ranks, to exercise the error paths. A comma-separated "
+        "list (up to 4) of STEP:RANK[:kill], RANK a rank of that communicator, STEP one of "
+        "create (the segment, rank 0), bcast (the bcast of where it is), proc (reopening "
+        "it through /proc is refused: a named segment is used), attach, probe (the "
+        "cross-memory read test), compile (the programs), agree (the agreement allreduce "
+        "returns an error), stage (the staging allocation of a non-contiguous bcast or "
+        "ibcast); with :kill the rank SIGKILLs itself right after the step instead. Empty "
+        "(default): nothing is injected",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
         &p->inject);
     mca_base_component_var_register(
