@@ -64,6 +64,7 @@ typedef struct {
 typedef enum {
     OFL_INJECT_NONE = 0,
     OFL_INJECT_CREATE,
+    OFL_INJECT_NAME,
     OFL_INJECT_BCAST,
     OFL_INJECT_PROC,
     OFL_INJECT_ATTACH,

@@ -246,6 +246,7 @@ static void dump_programs(mca_coll_offload_module_t *m, struct ompi_communicator
 /* coll_offload_inject, parsed (tests only). */
 static const char *const inject_names[OFL_INJECT_COUNT] = {
     [OFL_INJECT_NONE] = "",          [OFL_INJECT_CREATE] = "create",
+    [OFL_INJECT_NAME] = "name",
     [OFL_INJECT_BCAST] = "bcast",    [OFL_INJECT_PROC] = "proc",
     [OFL_INJECT_ATTACH] = "attach",  [OFL_INJECT_PROBE] = "probe",
     [OFL_INJECT_COMPILE] = "compile", [OFL_INJECT_AGREE] = "agree",
@@ -386,7 +387,8 @@ static int setup_attempt(mca_coll_offload_module_t *m, struct ompi_communicator_
             msg.pid = (int32_t) getpid();
             msg.fd = fd;
         }
-        if (0 == msg.rc && mca_coll_offload_inject(OFL_INJECT_CREATE, 0)) {
+        if (0 == msg.rc
+            && mca_coll_offload_inject(named ? OFL_INJECT_NAME : OFL_INJECT_CREATE, 0)) {
             msg.rc = -EIO;
         }
         msg.probe_addr = (uint64_t) (uintptr_t) &probe;
@@ -488,6 +490,17 @@ int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicato
     if (!local_ok) {
         opal_output_verbose(1, c->output, "coll:offload: %s: cannot compile the programs",
                             comm->c_name);
+    }
+    if (0 == m->rank) {
+        /* Names of named segments whose creator was killed inside its window
+         * (before the last attach) go at the next set-up on the node. */
+        int swept = ofl_softnic_sweep("coll_offload.");
+        if (swept > 0) {
+            opal_output_verbose(1, c->output,
+                                "coll:offload: removed %d segment name(s) of processes that "
+                                "no longer exist from /dev/shm",
+                                swept);
+        }
     }
     int named = 0;
     int rc = setup_attempt(m, comm, named, local_ok, all_votes);

@@ -3,7 +3,9 @@
  */
 #include "nic/softnic.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -599,6 +601,34 @@ int ofl_softnic_probe_get(ofl_softnic_t *nic, int peer, const void *addr, uint64
         return -EFAULT;   /* a short read (the word runs into unreadable memory) sets no errno */
     }
     return v == expect ? 0 : -EIO;
+}
+
+int ofl_softnic_sweep(const char *prefix)
+{
+    DIR *d = opendir("/dev/shm");
+    if (NULL == d) {
+        return 0;
+    }
+    size_t plen = strlen(prefix);
+    int removed = 0;
+    for (struct dirent *e; NULL != (e = readdir(d));) {
+        if (0 != strncmp(e->d_name, prefix, plen)) {
+            continue;
+        }
+        char *end = NULL;
+        long pid = strtol(e->d_name + plen, &end, 10);
+        if (end == e->d_name + plen || '.' != *end || pid <= 0 || pid > INT32_MAX) {
+            continue;
+        }
+        if (0 == kill((pid_t) pid, 0) || ESRCH != errno) {
+            continue;   /* its creator lives (or is not ours to judge) */
+        }
+        char name[NAME_MAX + 2];
+        snprintf(name, sizeof(name), "/%s", e->d_name);
+        removed += 0 == shm_unlink(name);
+    }
+    closedir(d);
+    return removed;
 }
 
 int ofl_softnic_unlink(const char *name)

@@ -113,6 +113,14 @@ int ofl_softnic_probe_get(ofl_softnic_t *nic, int peer, const void *addr, uint64
  * *armed when it wakes. */
 void ofl_softnic_bell(ofl_softnic_t *nic, uint32_t **word, uint32_t **armed);
 
+/* Remove the names in /dev/shm that begin with `prefix` followed by a process
+ * id and '.', whose process no longer exists: named segments of a creator
+ * killed before its last peer attached. Returns how many were removed. (A
+ * process of another pid namespace sharing /dev/shm looks dead from here: its
+ * segment loses its name early, and its late attachers fail, so that
+ * communicator falls back; nothing else is affected.) */
+int ofl_softnic_sweep(const char *prefix);
+
 /* Remove the name (mappings stay valid): the creator's error exit, in case the
  * last attach never came; -ENOENT when it did. */
 int ofl_softnic_unlink(const char *name);

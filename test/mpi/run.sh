@@ -3,7 +3,7 @@
 #
 # Usage: run.sh [BINDIR]
 #   BINDIR          directory holding t_coll, t_fallback, t_leak, t_fault, t_nb, t_nb_mt,
-#                   t_net, t_wrap, t_corrupt, t_stress (default: this
+#                   t_net, t_wrap, t_corrupt, t_stress, t_setup_fail (default: this
 #                   script's directory, i.e. run it from the build tree)
 # Environment:
 #   MPIRUN          launcher (default: mpirun)
@@ -43,7 +43,7 @@ fi
 expect=""
 [ "$EXPECT_OFFLOAD" = 1 ] && expect="--expect-offload"
 
-for prog in t_coll t_fallback t_leak t_fault t_nb t_nb_mt t_net t_wrap t_corrupt t_stress; do
+for prog in t_coll t_fallback t_leak t_fault t_nb t_nb_mt t_net t_wrap t_corrupt t_stress t_setup_fail; do
     if [ ! -x "$BINDIR/$prog" ]; then
         echo "run.sh: $BINDIR/$prog not found or not executable (build first, or pass BINDIR)" >&2
         echo "0 passed, 1 failed"
@@ -119,6 +119,76 @@ run_ends() {
     else
         printf '%-8s %-38s %9s passed, %s failed  (%ss, exit %s)\n' '[ ok ]' \
             "$prog np=$np $* (ends)" 1 0 "$secs" "$rc"
+        total_pass=$((total_pass + 1))
+    fi
+}
+
+# run_inject NP INJECT MODE: t_setup_fail with coll_offload_inject=INJECT (a step
+# of the first set-up or staging failing on a rank), asserting MODE's outcome.
+run_inject() {
+    local np=$1 inject=$2 mode=$3
+    local log="$LOGDIR/t_setup_fail.np$np.$mode.${inject//[:,]/_}.log" t0 rc secs line p f
+    t0=$(date +%s)
+    # shellcheck disable=SC2086
+    timeout -k 15 "$TEST_TIMEOUT" $MPIRUN $MPIRUN_ARGS -np "$np" $COLL_SELECTION \
+        --mca coll_offload_inject "$inject" "$BINDIR/t_setup_fail" "$mode" >"$log" 2>&1 \
+        </dev/null
+    rc=$?
+    secs=$(( $(date +%s) - t0 ))
+    line=$(grep -E "^t_setup_fail: [0-9]+ passed, [0-9]+ failed\$" "$log" | tail -n 1)
+    p=$(echo "$line" | sed -nE 's/.*: ([0-9]+) passed, ([0-9]+) failed/\1/p')
+    f=$(echo "$line" | sed -nE 's/.*: ([0-9]+) passed, ([0-9]+) failed/\2/p')
+    p=${p:-0}
+    f=${f:-0}
+    if [ -z "$line" ] || [ "$rc" != 0 ] || ! grep -q "coll_offload_inject: " "$log"; then
+        f=$((f + 1))
+    fi
+    printf '%-8s %-38s %9s passed, %s failed  (%ss)\n' \
+        "$([ "$f" = 0 ] && echo '[ ok ]' || echo '[FAIL]')" "t_setup_fail np=$np $mode $inject" \
+        "$p" "$f" "$secs"
+    if [ "$f" != 0 ]; then
+        echo "         exit $rc (an injection must fire, and the run pass); log: $log"
+        grep -E "^FAIL|rror|ignal|inject" "$log" | head -n 15 | sed 's/^/         /'
+    fi
+    total_pass=$((total_pass + p))
+    total_fail=$((total_fail + f))
+}
+
+# run_kill NP INJECT [window]: a rank SIGKILLs itself during set-up
+# (INJECT ends in :kill). The job must end by itself, the kill must have
+# happened, and no segment name of the job's rank 0 may be left in /dev/shm;
+# with "window" (the kill falls inside a named segment's window) the name may
+# be left, and the next set-up on the node must remove it. One check.
+run_kill() {
+    local np=$1 inject=$2 window=${3:-}
+    local log="$LOGDIR/t_setup_fail.np$np.kill.${inject//[:,]/_}.log" t0 rc secs pid0 why=""
+    t0=$(date +%s)
+    # shellcheck disable=SC2086
+    timeout -k 15 60 $MPIRUN $MPIRUN_ARGS -np "$np" $COLL_SELECTION \
+        --mca coll_offload_inject "$inject" "$BINDIR/t_setup_fail" kill >"$log" 2>&1 </dev/null
+    rc=$?
+    secs=$(( $(date +%s) - t0 ))
+    pid0=$(sed -n 's/^t_setup_fail: pid0 \([0-9]*\)$/\1/p' "$log" | head -n 1)
+    left() { ls /dev/shm 2>/dev/null | grep -c "^coll_offload\.$pid0\." ; }
+    if [ "$rc" = 124 ] || [ "$secs" -ge 60 ]; then
+        why="still running after 60 s: a hang"
+    elif ! grep -q "(SIGKILL)" "$log" || [ -z "$pid0" ]; then
+        why="no rank was killed (exit $rc)"
+    elif [ -n "$window" ]; then
+        # shellcheck disable=SC2086
+        timeout -k 15 60 $MPIRUN $MPIRUN_ARGS -np 2 $COLL_SELECTION \
+            "$BINDIR/t_setup_fail" offload >>"$log" 2>&1 </dev/null
+        [ "$(left)" = 0 ] || why="the next set-up left the killed job's name in /dev/shm"
+    elif [ "$(left)" != 0 ]; then
+        why="$(left) segment name(s) left in /dev/shm"
+    fi
+    printf '%-8s %-38s %9s passed, %s failed  (%ss, exit %s)\n' \
+        "$([ -z "$why" ] && echo '[ ok ]' || echo '[FAIL]')" "t_setup_fail np=$np kill $inject" \
+        "$([ -z "$why" ] && echo 1 || echo 0)" "$([ -z "$why" ] && echo 0 || echo 1)" "$secs" "$rc"
+    if [ -n "$why" ]; then
+        echo "         $why; log: $log"
+        total_fail=$((total_fail + 1))
+    else
         total_pass=$((total_pass + 1))
     fi
 }
@@ -239,6 +309,40 @@ if [ "$EXPECT_OFFLOAD" = 1 ]; then
     TEST_TIMEOUT=60 ALLOW_RC=1 run t_corrupt 3 "" board
     TEST_TIMEOUT=60 ALLOW_RC=1 run t_corrupt 3 "" board-nb
     TEST_TIMEOUT=60 ALLOW_RC=1 run t_corrupt 3 "" poison
+    # Set-up and staging failures (coll_offload_inject), each step on a chosen
+    # rank: still offloaded, on a named segment, every rank falling back alike,
+    # or an MPI error on every rank within seconds; nothing left in /dev/shm.
+    for np in 2 4; do
+        last=$((np - 1))
+        TEST_TIMEOUT=60 run_inject "$np" probe:$last offload
+        TEST_TIMEOUT=60 run_inject "$np" proc:$last named
+        TEST_TIMEOUT=60 run_inject "$np" create:0 named
+        TEST_TIMEOUT=60 run_inject "$np" create:0,name:0 fallback
+        TEST_TIMEOUT=60 run_inject "$np" bcast:0 fallback
+        TEST_TIMEOUT=60 run_inject "$np" bcast:$last fallback
+        TEST_TIMEOUT=60 run_inject "$np" attach:$last fallback
+        TEST_TIMEOUT=60 run_inject "$np" proc:$last,attach:$last fallback
+        TEST_TIMEOUT=60 run_inject "$np" compile:$last fallback
+        TEST_TIMEOUT=60 run_inject "$np" agree:$last error
+        TEST_TIMEOUT=60 run_inject "$np" agree:0 error
+        TEST_TIMEOUT=60 run_inject "$np" stage:0 stage
+        TEST_TIMEOUT=60 run_inject "$np" stage:$last stage
+        TEST_TIMEOUT=60 run_inject "$np" stage:$last stage-nb
+        # A rank SIGKILLed at each point of set-up: the anonymous segment leaves
+        # nothing; a named one nothing once its last peer attached (on 2 ranks,
+        # the one attacher), and inside its window a name that the next set-up
+        # on the node removes.
+        for inject in create:0:kill bcast:0:kill bcast:$last:kill attach:$last:kill \
+                      agree:0:kill agree:$last:kill; do
+            run_kill "$np" "$inject"
+        done
+        if [ "$np" = 2 ]; then
+            run_kill "$np" "proc:1,attach:1:kill"
+        else
+            run_kill "$np" "proc:$last,attach:$last:kill" window
+        fi
+        run_kill "$np" "proc:$last,name:0:kill" window
+    done
 fi
 
 echo "total time $(( $(date +%s) - start_all ))s"
