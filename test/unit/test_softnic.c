@@ -130,6 +130,7 @@ static void test_named_last_unlinks(void)
     for (int r = 0; r < 3; ++r) {
         ofl_softnic_detach(&m[r]);
     }
+    ofl_softnic_unlink(name);
     /* A failed attach (other geometry) does not count as one. */
     ofl_softnic_t a, b;
     CHECK(0 == ofl_softnic_create(&a, name, 2, 0, 2, 100), "create again");
@@ -139,6 +140,7 @@ static void test_named_last_unlinks(void)
     CHECK(0 == shm_count(name + 1), "name left after the only attach");
     ofl_softnic_detach(&a);
     ofl_softnic_detach(&b);
+    ofl_softnic_unlink(name);   /* whatever the checks said, leave nothing */
 }
 
 int main(void)
