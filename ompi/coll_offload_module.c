@@ -427,9 +427,11 @@ static int setup_attempt(mca_coll_offload_module_t *m, struct ompi_communicator_
         if (0 == arc && mca_coll_offload_inject(OFL_INJECT_ATTACH, m->rank)) {
             arc = -EIO;
         }
-        if (!named && (-EACCES == arc || -EPERM == arc)) {
+        if (!named && (-EACCES == arc || -EPERM == arc || -ENOENT == arc)) {
+            /* Refused, or no such /proc entry (no /proc, another pid
+             * namespace): a name may still work. */
             opal_output_verbose(1, c->output,
-                                "coll:offload: %s: may not reopen rank 0's segment through "
+                                "coll:offload: %s: cannot reopen rank 0's segment through "
                                 "/proc (%s): a named segment is used",
                                 comm->c_name, strerror(-arc));
             vote[VOTE_ANON] = 0;
