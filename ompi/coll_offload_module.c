@@ -358,6 +358,26 @@ enum {
     VOTE_COUNT
 };
 
+/* Names of named segments whose creator was killed inside their window
+ * (before the last attach) go at a later named set-up on the node: once per
+ * process (reading /dev/shm costs some 30 us here), and only where names are
+ * used at all. */
+static void sweep_once(mca_coll_offload_component_t *c)
+{
+    static int swept_already = 0;
+    if (swept_already) {
+        return;
+    }
+    swept_already = 1;
+    int swept = ofl_softnic_sweep("coll_offload.");
+    if (swept > 0) {
+        opal_output_verbose(1, c->output,
+                            "coll:offload: removed %d segment name(s) of processes that no "
+                            "longer exist from /dev/shm",
+                            swept);
+    }
+}
+
 /* One try at the segment, anonymous or named, ending in the agreement. Every
  * rank takes part in both collectives whatever failed before on it, so that
  * all reach the same verdict (all_votes); rank 0 closes its descriptor or
@@ -379,6 +399,7 @@ static int setup_attempt(mca_coll_offload_module_t *m, struct ompi_communicator_
 
     if (0 == m->rank) {
         if (named) {
+            sweep_once(c);
             snprintf(msg.name, sizeof(msg.name), "/coll_offload.%d.%u.%u", (int) getpid(),
                      comm->c_contextid, serial++);
             msg.rc = ofl_softnic_create(&m->nic, msg.name, m->size, 0, p->slots, segsize);
@@ -492,17 +513,6 @@ int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicato
     if (!local_ok) {
         opal_output_verbose(1, c->output, "coll:offload: %s: cannot compile the programs",
                             comm->c_name);
-    }
-    if (0 == m->rank) {
-        /* Names of named segments whose creator was killed inside its window
-         * (before the last attach) go at the next set-up on the node. */
-        int swept = ofl_softnic_sweep("coll_offload.");
-        if (swept > 0) {
-            opal_output_verbose(1, c->output,
-                                "coll:offload: removed %d segment name(s) of processes that "
-                                "no longer exist from /dev/shm",
-                                swept);
-        }
     }
     int named = 0;
     int rc = setup_attempt(m, comm, named, local_ok, all_votes);

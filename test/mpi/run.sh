@@ -158,7 +158,7 @@ run_inject() {
 # (INJECT ends in :kill). The job must end by itself, the kill must have
 # happened, and no segment name of the job's rank 0 may be left in /dev/shm;
 # with "window" (the kill falls inside a named segment's window) the name may
-# be left, and the next set-up on the node must remove it. One check.
+# be left, and the next named set-up on the node must remove it. One check.
 run_kill() {
     local np=$1 inject=$2 window=${3:-}
     local log="$LOGDIR/t_setup_fail.np$np.kill.${inject//[:,]/_}.log" t0 rc secs pid0 why=""
@@ -177,8 +177,9 @@ run_kill() {
     elif [ -n "$window" ]; then
         # shellcheck disable=SC2086
         timeout -k 15 60 $MPIRUN $MPIRUN_ARGS -np 2 $COLL_SELECTION \
-            "$BINDIR/t_setup_fail" offload >>"$log" 2>&1 </dev/null
-        [ "$(left)" = 0 ] || why="the next set-up left the killed job's name in /dev/shm"
+            --mca coll_offload_inject proc:1 "$BINDIR/t_setup_fail" named >>"$log" 2>&1 \
+            </dev/null
+        [ "$(left)" = 0 ] || why="the next named set-up left the killed job's name in /dev/shm"
     elif [ "$(left)" != 0 ]; then
         why="$(left) segment name(s) left in /dev/shm"
     fi
@@ -330,8 +331,8 @@ if [ "$EXPECT_OFFLOAD" = 1 ]; then
         TEST_TIMEOUT=60 run_inject "$np" stage:$last stage-nb
         # A rank SIGKILLed at each point of set-up: the anonymous segment leaves
         # nothing; a named one nothing once its last peer attached (on 2 ranks,
-        # the one attacher), and inside its window a name that the next set-up
-        # on the node removes.
+        # the one attacher), and inside its window a name that the next named
+        # set-up on the node removes.
         for inject in create:0:kill bcast:0:kill bcast:$last:kill attach:$last:kill \
                       agree:0:kill agree:$last:kill; do
             run_kill "$np" "$inject"
