@@ -53,8 +53,10 @@ static int offload_open(void)
                             mca_coll_offload_types_overflow());
     }
     if (0 != mca_coll_offload_inject_parse(c->params.inject)) {
-        opal_output(0, "coll:offload: coll_offload_inject \"%s\" is not a list of STEP:RANK[:kill]; "
-                       "nothing is injected", c->params.inject);
+        opal_output(0,
+                    "coll:offload: coll_offload_inject \"%s\" is not a list of "
+                    "STEP:RANK[:kill]; nothing is injected",
+                    c->params.inject);
     }
     return ofl_glue_parse_policies(c);
 }

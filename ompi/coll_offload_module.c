@@ -245,11 +245,15 @@ static void dump_programs(mca_coll_offload_module_t *m, struct ompi_communicator
 
 /* coll_offload_inject, parsed (tests only). */
 static const char *const inject_names[OFL_INJECT_COUNT] = {
-    [OFL_INJECT_NONE] = "",          [OFL_INJECT_CREATE] = "create",
+    [OFL_INJECT_NONE] = "",
+    [OFL_INJECT_CREATE] = "create",
     [OFL_INJECT_NAME] = "name",
-    [OFL_INJECT_BCAST] = "bcast",    [OFL_INJECT_PROC] = "proc",
-    [OFL_INJECT_ATTACH] = "attach",  [OFL_INJECT_PROBE] = "probe",
-    [OFL_INJECT_COMPILE] = "compile", [OFL_INJECT_AGREE] = "agree",
+    [OFL_INJECT_BCAST] = "bcast",
+    [OFL_INJECT_PROC] = "proc",
+    [OFL_INJECT_ATTACH] = "attach",
+    [OFL_INJECT_PROBE] = "probe",
+    [OFL_INJECT_COMPILE] = "compile",
+    [OFL_INJECT_AGREE] = "agree",
     [OFL_INJECT_STAGE] = "stage",
 };
 
