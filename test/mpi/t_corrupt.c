@@ -13,7 +13,8 @@
  *                        liveness check
  *
  * The segment's layout is softnic.h's (the header) and softnic.c's geometry();
- * the rank finds its mapping of the segment in /proc/self/maps. Every other
+ * the rank finds its mapping of the segment (a memfd, or a name in /dev/shm) in
+ * /proc/self/maps. Every other
  * rank prints "t_corrupt: N passed, M failed" and exits with _exit (the
  * victim leaves without finalizing).
  */
@@ -42,7 +43,9 @@ static uint8_t *segment(void)
     uint8_t *seg = NULL;
     while (NULL != f && NULL != fgets(line, sizeof(line), f)) {
         unsigned long lo = 0;
-        if (NULL != strstr(line, "/coll_offload.") && 1 == sscanf(line, "%lx-", &lo)) {
+        /* an anonymous segment (memfd), or a named one where /proc refused */
+        if ((NULL != strstr(line, "/memfd:coll_offload") || NULL != strstr(line, "/coll_offload."))
+            && 1 == sscanf(line, "%lx-", &lo)) {
             seg = (uint8_t *) lo;
         }
     }
