@@ -43,7 +43,8 @@ fi
 expect=""
 [ "$EXPECT_OFFLOAD" = 1 ] && expect="--expect-offload"
 
-for prog in t_coll t_fallback t_leak t_fault t_nb t_nb_mt t_net t_wrap t_corrupt t_stress t_setup_fail; do
+for prog in t_coll t_fallback t_leak t_fault t_nb t_nb_mt t_net t_wrap t_corrupt t_stress \
+            t_setup_fail; do
     if [ ! -x "$BINDIR/$prog" ]; then
         echo "run.sh: $BINDIR/$prog not found or not executable (build first, or pass BINDIR)" >&2
         echo "0 passed, 1 failed"
