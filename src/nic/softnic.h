@@ -75,7 +75,8 @@ int ofl_softnic_create_anon(ofl_softnic_t *nic, int *fd, int size, int rank, int
 /* Another rank maps the anonymous segment of process `pid`'s descriptor `fd` and
  * checks its geometry. Opening another process's descriptor needs the same
  * ptrace read access as /proc/<pid>/fd itself (same user, dumpable process):
- * -EACCES/-EPERM when refused. */
+ * -EACCES/-EPERM when refused, -ENOENT without such an entry (no /proc, another
+ * pid namespace). */
 int ofl_softnic_attach_anon(ofl_softnic_t *nic, int pid, int fd, int size, int rank, int slots,
                             size_t segsize);
 
