@@ -28,6 +28,8 @@ typedef struct {
     uint64_t data[OFL_CHANNELS];         /* DATA(peer, chan) at me */
     uint64_t credit[OFL_CHANNELS];       /* CREDIT(peer, chan) at me */
     unsigned char *mbox[OFL_CHANNELS];   /* my inbox of stream (peer -> me, chan) */
+    uint64_t seq_in[OFL_CHANNELS];       /* the engine's edge sequences, kept per peer */
+    uint64_t seq_out[OFL_CHANNELS];
 } sim_peer_t;
 
 typedef struct {
@@ -49,7 +51,6 @@ typedef struct {
     int npeers;
     sim_peer_t *peers;                   /* sorted by rank */
     ofl_program_t prog;
-    ofl_edges_t edges;
     ofl_inst_t inst;
     int posted;
     int done;
@@ -106,6 +107,10 @@ typedef struct sim {
     uint64_t events;
     uint64_t descs;
     size_t bytes;
+    /* The engine keeps a rank's edge sequences in arrays indexed by comm rank; with
+     * 64k ranks one such array per rank would not fit, so every rank keeps its
+     * peers' entries and a post borrows this one shared pair of arrays. */
+    ofl_edges_t edges;
     size_t slot_bytes;
     size_t count;                        /* elements per call (0 for a barrier) */
     ofl_alu_fn fn;
@@ -561,7 +566,18 @@ static void post(sim_t *s, sim_nic_t *n, int stage, double t)
         .seg_bytes = s->slot_bytes,
         .ring = 0,
     };
-    ofl_engine_post(&n->inst, &n->prog, &n->base, &n->edges, &call);
+    ofl_edges_t *e = &s->edges;
+    for (int k = 0; k < n->npeers; ++k) {
+        size_t at = (size_t) n->peers[k].rank * OFL_CHANNELS;
+        memcpy(&e->in[at], n->peers[k].seq_in, sizeof(n->peers[k].seq_in));
+        memcpy(&e->out[at], n->peers[k].seq_out, sizeof(n->peers[k].seq_out));
+    }
+    ofl_engine_post(&n->inst, &n->prog, &n->base, e, &call);
+    for (int k = 0; k < n->npeers; ++k) {
+        size_t at = (size_t) n->peers[k].rank * OFL_CHANNELS;
+        memcpy(n->peers[k].seq_in, &e->in[at], sizeof(n->peers[k].seq_in));
+        memcpy(n->peers[k].seq_out, &e->out[at], sizeof(n->peers[k].seq_out));
+    }
     n->posted = 1;
     n->done = 0;
     n->last_end = t;
@@ -705,11 +721,9 @@ static sim_group_t *add_group(sim_t *s, const int *members, int size, int host, 
         s->bytes += sizeof(ofl_program_t) + (size_t) n->prog.ndesc * 64;
         n->npeers = n->prog.npeers;
         n->peers = sim_alloc(s, (size_t) (n->npeers ? n->npeers : 1) * sizeof(sim_peer_t));
-        if (NULL == n->peers || 0 != ofl_edges_init(&n->edges, size)) {
-            sim_fail(s, "out of memory (peers)");
+        if (NULL == n->peers) {
             return NULL;
         }
-        s->bytes += (size_t) size * OFL_CHANNELS * 2 * sizeof(uint64_t);
         for (int k = 0; k < n->npeers; ++k) {
             n->peers[k].rank = n->prog.peers[k];
         }
@@ -801,7 +815,6 @@ static void sim_free(sim_t *s)
             free(n->peers);
             free(n->log);
             ofl_program_free(&n->prog);
-            ofl_edges_fini(&n->edges);
         }
         free(grp->nics);
         free(grp->members);
@@ -815,6 +828,7 @@ static void sim_free(sim_t *s)
     free(s->tx_free);
     free(s->rx_free);
     free(s->heap);
+    ofl_edges_fini(&s->edges);
 }
 
 int ofl_sim(const ofl_sim_model_t *model, const ofl_sim_topo_t *topo, int nodes,
@@ -867,6 +881,10 @@ int ofl_sim(const ofl_sim_model_t *model, const ofl_sim_topo_t *topo, int nodes,
     /* at most: sockets + nodes + leaders + nodes + sockets groups */
     size_t maxgroups = run->hier ? 4 * (size_t) s.nranks + 1 : 1;
     s.groups = sim_alloc(&s, maxgroups * sizeof(sim_group_t));
+    if (0 != ofl_edges_init(&s.edges, s.nranks)) {
+        sim_fail(&s, "out of memory (edges)");
+    }
+    s.bytes += (size_t) s.nranks * OFL_CHANNELS * 2 * sizeof(uint64_t);
     for (int r = 0; !s.failed && r < s.nranks; ++r) {
         s.ranks[r].send = sim_alloc(&s, msg ? msg : 1);
         s.ranks[r].recv = sim_alloc(&s, msg ? msg : 1);
