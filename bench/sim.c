@@ -1,12 +1,14 @@
 /*
  * bench/sim — the compiled descriptor programs on a simulated machine (src/nic/sim.h).
  *
- *   sim validate [--calls N] [--csv FILE] [--quick]
+ *   sim validate [--calls N] [--csv FILE [--png FILE]] [--quick]
+ *                [--tree knomial|kary|flat] [--radix R] [--k K] [--noise PROB,US]
+ *                [--host-pkt US]     (structure and model changes, for ablations)
  *       seed 003's tables 1-5 (allreduce 16-48 B of doubles, 16-256 nodes, one
  *       rank per node, k-ary n-tree): the NIC's and the host's per-descriptor
  *       time are fitted on the 16-node row only, the other rows are predicted;
  *       error per cell. --quick: tables 1 and 5, fewer calls (CI).
- *   sim project [--csv FILE] [--max-ranks N]
+ *   sim project [--csv FILE [--png FILE]] [--max-ranks N]
  *       1k-64k ranks, 1 and 64 ranks per node, 8 B - 1 MiB: offload vs software,
  *       and the tree (kind, radix) that is fastest at each point.
  *   sim one --ranks N [--ppn P] [--bytes B] [--radix R] [--tree knomial|kary|flat]
@@ -79,6 +81,8 @@ static ofl_sim_topo_t tianhe_topo(void)
 typedef struct {
     int calls;
     const char *csv;
+    const char *png;     /* chart, drawn by sim_plot.py next to this program */
+    const char *self;    /* argv[0] */
     int quick;
     int max_ranks;
     ofl_tree_kind_t kind;
@@ -86,6 +90,7 @@ typedef struct {
     int k;               /* fat tree arity of the validation machine */
     double noise_prob;   /* < 0: the model's */
     double noise_us;
+    double host_pkt_us;  /* < 0: the model's */
 } opts_t;
 
 static ofl_sim_run_t base_run(const opts_t *o, ofl_sim_mode_t mode, size_t bytes)
@@ -159,6 +164,32 @@ static double fit(ofl_sim_model_t *m, double *param, const ofl_sim_topo_t *t, co
     return *param;
 }
 
+/* Draw `what` from the CSV into o->png with the plotting script beside argv[0]. */
+static int plot(const opts_t *o, const char *what)
+{
+    if (NULL == o->png) {
+        return 0;
+    }
+    char dir[512];
+    snprintf(dir, sizeof(dir), "%s", o->self);
+    char *slash = strrchr(dir, '/');
+    if (slash) {
+        *slash = '\0';
+    } else {
+        snprintf(dir, sizeof(dir), ".");
+    }
+    char cmd[2048];
+    snprintf(cmd, sizeof(cmd), "/usr/bin/python3 '%s/sim_plot.py' %s '%s' '%s'", dir, what, o->csv,
+             o->png);
+    int rc = system(cmd);
+    if (0 != rc) {
+        fprintf(stderr, "sim: drawing %s failed\n", o->png);
+        return 1;
+    }
+    printf("chart: %s\n", o->png);
+    return 0;
+}
+
 static int cmd_validate(const opts_t *o)
 {
     ofl_sim_model_t m = tianhe_model();
@@ -167,6 +198,9 @@ static int cmd_validate(const opts_t *o)
     if (o->noise_prob >= 0) {
         m.noise_prob = o->noise_prob;
         m.noise_us = o->noise_us;
+    }
+    if (o->host_pkt_us >= 0) {
+        m.host_pkt_us = o->host_pkt_us;
     }
     int ntables = o->quick ? 2 : 5;
     double nic = fit(&m, &m.nic_desc_us, &t, o, OFL_SIM_OFFLOAD, ntables);
@@ -231,6 +265,7 @@ static int cmd_validate(const opts_t *o)
            within, cells, worst, bad ? "DIFFERENCES" : "all bit-exact");
     pass += !bad;
     fail += !!bad;
+    fail += plot(o, "validation");
     printf("%d passed, %d failed\n", pass, fail);
     return fail ? 1 : 0;
 }
@@ -347,8 +382,9 @@ static int cmd_project(const opts_t *o)
     if (csv) {
         fclose(csv);
     }
-    printf("%d passed, %d failed\n", bad ? 0 : 1, bad ? 1 : 0);
-    return bad ? 1 : 0;
+    int failed = bad || plot(o, "projection");
+    printf("%d passed, %d failed\n", failed ? 0 : 1, failed ? 1 : 0);
+    return failed;
 }
 
 /* ---- one run ------------------------------------------------------------------------ */
@@ -455,7 +491,7 @@ int main(int argc, char **argv)
 {
     opts_t o = { .calls = 200, .csv = NULL, .quick = 0, .max_ranks = 65536,
                  .kind = OFL_TREE_KNOMIAL, .radix = 2, .k = tianhe_topo().k,
-                 .noise_prob = -1.0, .noise_us = 0.0 };
+                 .noise_prob = -1.0, .noise_us = 0.0, .host_pkt_us = -1.0 };
     if (argc < 2) {
         fprintf(stderr, "usage: sim validate|project|one [options] (see bench/sim.c)\n");
         return 2;
@@ -465,6 +501,8 @@ int main(int argc, char **argv)
             o.calls = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--csv") && i + 1 < argc) {
             o.csv = argv[++i];
+        } else if (!strcmp(argv[i], "--png") && i + 1 < argc) {
+            o.png = argv[++i];
         } else if (!strcmp(argv[i], "--quick")) {
             o.quick = 1;
             o.calls = 60;
@@ -474,6 +512,8 @@ int main(int argc, char **argv)
                      : !strcmp(argv[i], "flat") ? OFL_TREE_FLAT : OFL_TREE_KNOMIAL;
         } else if (!strcmp(argv[i], "--radix") && i + 1 < argc) {
             o.radix = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--host-pkt") && i + 1 < argc) {
+            o.host_pkt_us = atof(argv[++i]);
         } else if (!strcmp(argv[i], "--k") && i + 1 < argc) {
             o.k = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--noise") && i + 1 < argc) {
@@ -485,6 +525,11 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--max-ranks") && i + 1 < argc) {
             o.max_ranks = atoi(argv[++i]);
         }
+    }
+    o.self = argv[0];
+    if (o.png && NULL == o.csv) {
+        fprintf(stderr, "sim: --png needs --csv FILE (the chart's data)\n");
+        return 2;
     }
     if (!strcmp(argv[1], "validate")) {
         return cmd_validate(&o);
