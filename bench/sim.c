@@ -318,9 +318,8 @@ static int cmd_project(const opts_t *o)
         ofl_tree_kind_t kind;
         int radix;
     } shapes[] = {
-        { OFL_TREE_KNOMIAL, 2 }, { OFL_TREE_KNOMIAL, 4 }, { OFL_TREE_KNOMIAL, 8 },
-        { OFL_TREE_KNOMIAL, 16 }, { OFL_TREE_KARY, 2 }, { OFL_TREE_KARY, 4 },
-        { OFL_TREE_KARY, 8 },
+        { OFL_TREE_KNOMIAL, 2 }, { OFL_TREE_KNOMIAL, 4 }, { OFL_TREE_KARY, 2 },
+        { OFL_TREE_KARY, 4 }, { OFL_TREE_KARY, 8 }, { OFL_TREE_KARY, 16 },
     };
     FILE *csv = o->csv ? fopen(o->csv, "w") : NULL;
     if (csv) {
@@ -347,7 +346,7 @@ static int cmd_project(const opts_t *o)
                         opts_t oo = *o;
                         oo.kind = shapes[sh].kind;
                         oo.radix = shapes[sh].radix;
-                        oo.calls = mode ? 3 : 1;
+                        oo.calls = mode || t.ppn > 1 ? 2 : 1;
                         ofl_sim_run_t r = base_run(&oo, mode ? OFL_SIM_SOFTWARE
                                                              : OFL_SIM_OFFLOAD,
                                                    sizes[si]);
@@ -538,6 +537,11 @@ int main(int argc, char **argv)
         return cmd_project(&o);
     }
     if (!strcmp(argv[1], "one")) {
+        int given = 0;
+        for (int i = 2; i < argc; ++i) {
+            given |= !strcmp(argv[i], "--calls");
+        }
+        o.calls = given ? o.calls : 5;
         return cmd_one(argc - 2, argv + 2, &o);
     }
     fprintf(stderr, "sim: unknown command %s\n", argv[1]);

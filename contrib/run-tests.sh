@@ -1,10 +1,11 @@
 #!/bin/sh
 # Set up (contrib/setup.sh), then run every test: the unit tests of the core
 # (no MPI), a bounded fuzz run of the readers of peer-written state (libFuzzer,
-# 15 s per harness), the MPI tests under mpirun with the installed component,
-# and the multi-node MPI tests on hosts made of network namespaces (root only).
-# Last line: "N passed, M failed" (unit test programs + fuzz harnesses + MPI
-# checks + the /dev/shm check).
+# 15 s per harness), the simulator's checks (bench/sim-check.sh), the MPI tests
+# under mpirun with the installed component, and the multi-node MPI tests on
+# hosts made of network namespaces (root only).
+# Last line: "N passed, M failed" (unit test programs + fuzz harnesses +
+# simulator checks + MPI checks + the /dev/shm check).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -39,6 +40,17 @@ fuzz_fail=$(echo "$out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\2/p
 fuzz_pass=${fuzz_pass:-0}
 fuzz_fail=${fuzz_fail:-1}
 
+echo "== simulator (bench/sim-check.sh: seed 003 validation, hwloc node shapes, dragonfly)"
+sim_log=$(mktemp)
+sh bench/sim-check.sh > "$sim_log" 2>&1
+cat "$sim_log"
+sim_out=$(tail -n 1 "$sim_log")
+rm -f "$sim_log"
+sim_pass=$(echo "$sim_out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1/p')
+sim_fail=$(echo "$sim_out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\2/p')
+sim_pass=${sim_pass:-0}
+sim_fail=${sim_fail:-1}
+
 echo "== MPI tests"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 shm_before=$(ls /dev/shm 2>/dev/null | grep -c coll_offload || true)
@@ -72,7 +84,7 @@ if [ "$shm_after" -gt "$shm_before" ]; then
     shm_pass=0
     shm_fail=1
 fi
-pass=$((unit_pass + fuzz_pass + mpi_pass + shm_pass))
-fail=$((unit_fail + fuzz_fail + mpi_fail + shm_fail))
+pass=$((unit_pass + fuzz_pass + sim_pass + mpi_pass + shm_pass))
+fail=$((unit_fail + fuzz_fail + sim_fail + mpi_fail + shm_fail))
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

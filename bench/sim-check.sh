@@ -1,0 +1,58 @@
+#!/bin/sh
+# The simulator's checks for CI (seconds): seed 003's validation on two tables,
+# node-aware runs on node shapes read by hwloc (synthetic), a dragonfly, both modes.
+# Every simulated result is compared with the reference inside bench/sim.
+# Last line: "N passed, M failed".
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+sim="$here/sim"
+pass=0
+fail=0
+
+if [ ! -x "$sim" ]; then
+    echo "FAIL: $sim not built"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+
+echo "-- seed 003, tables 1 and 5: fitted on 16 nodes, 32-256 predicted"
+log=$(mktemp)
+timeout 120 "$sim" validate --quick > "$log" 2>&1
+cat "$log"
+out=$(tail -n 1 "$log")
+rm -f "$log"
+p=$(echo "$out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1/p')
+f=$(echo "$out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\2/p')
+pass=$((pass + ${p:-0}))
+fail=$((fail + ${f:-1}))
+
+# one NAME EXPECT ARGS...: a single run must succeed with every result right and
+# print EXPECT (the node shape it was given).
+one() {
+    name=$1
+    expect=$2
+    shift 2
+    line=$(timeout 120 "$sim" one "$@" 2>&1)
+    rc=$?
+    echo "$line"
+    if [ "$rc" -eq 0 ] && echo "$line" | grep -q "$expect" \
+        && echo "$line" | grep -q " 0 of [1-9][0-9]* results wrong"; then
+        pass=$((pass + 1))
+    else
+        echo "FAIL: $name"
+        fail=$((fail + 1))
+    fi
+}
+
+echo "-- node shapes from hwloc, node-aware (socket, node, leaders)"
+one "2 sockets x 64 cores, offload" "(128 per node, 64 per socket)" \
+    --hwloc "package:2 core:64 pu:1" --ranks 2048 --bytes 64
+one "2 sockets x 64 cores, software" "(128 per node, 64 per socket)" \
+    --hwloc "package:2 core:64 pu:1" --ranks 2048 --bytes 64 --mode software
+one "2 packages x 2 NUMA x 16 cores, 16 KiB" "(64 per node, 16 per socket)" \
+    --hwloc "package:2 numa:2 core:16 pu:1" --ranks 512 --bytes 16384
+echo "-- dragonfly, k-ary tree, 1 MiB (scaled), software"
+one "dragonfly" "1048576 B, software" --dragonfly --ranks 256 --bytes 1048576 \
+    --tree kary --radix 4 --mode software
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
