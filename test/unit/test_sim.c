@@ -210,20 +210,29 @@ static void test_results(void)
         size_t seg;
         int byref;
     } cases[] = {
-        { OFL_COLL_ALLREDUCE, OFL_TREE_KNOMIAL, 4, OFL_SCHED_TREE, OFL_T_DOUBLE, OFL_OP_SUM, 0, 37, 1, 0, 0, 1000, 256, 0 },
-        { OFL_COLL_ALLREDUCE, OFL_TREE_KARY, 3, OFL_SCHED_TREE, OFL_T_INT64, OFL_OP_SUM, 0, 50, 1, 0, 0, 33, 0, 0 },
-        { OFL_COLL_ALLREDUCE, OFL_TREE_FLAT, 1, OFL_SCHED_TREE, OFL_T_UINT32, OFL_OP_BXOR, 0, 17, 1, 0, 0, 9, 0, 0 },
-        { OFL_COLL_ALLREDUCE, OFL_TREE_KNOMIAL, 2, OFL_SCHED_EXCHANGE, OFL_T_FLOAT, OFL_OP_MAX, 0, 9, 1, 0, 0, 5, 0, 0 },
-        { OFL_COLL_ALLREDUCE, OFL_TREE_KNOMIAL, 2, OFL_SCHED_SPLIT, OFL_T_INT32, OFL_OP_MIN, 0, 6, 1, 0, 0, 4000, 512, 0 },
-        { OFL_COLL_REDUCE, OFL_TREE_KNOMIAL, 4, OFL_SCHED_TREE, OFL_T_INT64, OFL_OP_PROD, 13, 40, 1, 0, 0, 64, 128, 0 },
-        { OFL_COLL_BCAST, OFL_TREE_KNOMIAL, 4, OFL_SCHED_TREE, OFL_T_UINT64, OFL_OP_SUM, 7, 40, 1, 0, 0, 300, 512, 0 },
-        { OFL_COLL_BCAST, OFL_TREE_KARY, 2, OFL_SCHED_TREE, OFL_T_UINT64, OFL_OP_SUM, 3, 20, 1, 0, 0, 300, 512, 1 },
-        { OFL_COLL_BARRIER, OFL_TREE_KNOMIAL, 4, OFL_SCHED_TREE, OFL_T_UINT64, OFL_OP_SUM, 0, 64, 1, 0, 0, 0, 0, 0 },
-        { OFL_COLL_ALLREDUCE, OFL_TREE_KNOMIAL, 4, OFL_SCHED_TREE, OFL_T_DOUBLE, OFL_OP_SUM, 0, 8, 16, 0, 1, 100, 0, 0 },
-        { OFL_COLL_ALLREDUCE, OFL_TREE_KNOMIAL, 4, OFL_SCHED_TREE, OFL_T_INT64, OFL_OP_SUM, 0, 4, 32, 8, 1, 10, 0, 0 },
-        { OFL_COLL_REDUCE, OFL_TREE_KARY, 2, OFL_SCHED_TREE, OFL_T_INT64, OFL_OP_MAX, 0, 4, 8, 4, 1, 10, 0, 0 },
-        { OFL_COLL_BCAST, OFL_TREE_KARY, 2, OFL_SCHED_TREE, OFL_T_INT64, OFL_OP_MAX, 0, 4, 8, 4, 1, 10, 0, 0 },
-        { OFL_COLL_BARRIER, OFL_TREE_KARY, 2, OFL_SCHED_TREE, OFL_T_INT64, OFL_OP_MAX, 0, 4, 8, 4, 1, 0, 0, 0 },
+#define AR OFL_COLL_ALLREDUCE
+#define KN OFL_TREE_KNOMIAL
+#define KA OFL_TREE_KARY
+#define TR OFL_SCHED_TREE
+        { AR, KN, 4, TR, OFL_T_DOUBLE, OFL_OP_SUM, 0, 37, 1, 0, 0, 1000, 256, 0 },
+        { AR, KA, 3, TR, OFL_T_INT64, OFL_OP_SUM, 0, 50, 1, 0, 0, 33, 0, 0 },
+        { AR, OFL_TREE_FLAT, 1, TR, OFL_T_UINT32, OFL_OP_BXOR, 0, 17, 1, 0, 0, 9, 0, 0 },
+        { AR, KN, 2, OFL_SCHED_EXCHANGE, OFL_T_FLOAT, OFL_OP_MAX, 0, 9, 1, 0, 0, 5, 0, 0 },
+        { AR, KN, 2, OFL_SCHED_SPLIT, OFL_T_INT32, OFL_OP_MIN, 0, 6, 1, 0, 0, 4000, 512, 0 },
+        { OFL_COLL_REDUCE, KN, 4, TR, OFL_T_INT64, OFL_OP_PROD, 13, 40, 1, 0, 0, 64, 128, 0 },
+        { OFL_COLL_BCAST, KN, 4, TR, OFL_T_UINT64, OFL_OP_SUM, 7, 40, 1, 0, 0, 300, 512, 0 },
+        { OFL_COLL_BCAST, KA, 2, TR, OFL_T_UINT64, OFL_OP_SUM, 3, 20, 1, 0, 0, 300, 512, 1 },
+        { OFL_COLL_BARRIER, KN, 4, TR, OFL_T_UINT64, OFL_OP_SUM, 0, 64, 1, 0, 0, 0, 0, 0 },
+        /* node-aware: 16 per node; 32 per node in sockets of 8; 8 per node in 4s */
+        { AR, KN, 4, TR, OFL_T_DOUBLE, OFL_OP_SUM, 0, 8, 16, 0, 1, 100, 0, 0 },
+        { AR, KN, 4, TR, OFL_T_INT64, OFL_OP_SUM, 0, 4, 32, 8, 1, 10, 0, 0 },
+        { OFL_COLL_REDUCE, KA, 2, TR, OFL_T_INT64, OFL_OP_MAX, 0, 4, 8, 4, 1, 10, 0, 0 },
+        { OFL_COLL_BCAST, KA, 2, TR, OFL_T_INT64, OFL_OP_MAX, 0, 4, 8, 4, 1, 10, 0, 0 },
+        { OFL_COLL_BARRIER, KA, 2, TR, OFL_T_INT64, OFL_OP_MAX, 0, 4, 8, 4, 1, 0, 0, 0 },
+#undef AR
+#undef KN
+#undef KA
+#undef TR
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
         for (int mode = 0; mode < 2; ++mode) {
