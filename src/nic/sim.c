@@ -744,7 +744,8 @@ static int build_hier(sim_t *s, const ofl_sched_params_t *sp)
 {
     const ofl_sim_run_t *run = s->run;
     int ppn = s->topo->ppn;
-    int ps = s->topo->per_socket > 0 && s->topo->per_socket < ppn ? s->topo->per_socket : ppn;
+    int ps = s->topo->per_socket;
+    ps = ps > 0 && ps < ppn && 0 == ppn % ps ? ps : ppn;   /* sockets must tile the node */
     int *tmp = sim_alloc(s, (size_t) (s->nranks > ppn ? s->nranks : ppn) * sizeof(int));
     if (NULL == tmp) {
         return -1;
@@ -770,19 +771,18 @@ static int build_hier(sim_t *s, const ofl_sched_params_t *sp)
                 tmp[n++] = r;
             }
             if (NULL == add_group(s, tmp, n, 1, OFL_COLL_REDUCE, 0, &local, stage)) {
-                return -1;
+                goto fail;
             }
         }
         stride = spans[l];
         stage++;
     }
-    stride = ppn;
     int n = 0;
     for (int r = 0; r < s->nranks; r += ppn) {
         tmp[n++] = r;
     }
     if (NULL == add_group(s, tmp, n, OFL_SIM_SOFTWARE == run->mode, top, 0, sp, stage)) {
-        return -1;
+        goto fail;
     }
     stage++;
     for (int l = nlev - 1; l >= 0 && down; --l) {
@@ -793,13 +793,16 @@ static int build_hier(sim_t *s, const ofl_sched_params_t *sp)
                 tmp[m++] = r;
             }
             if (NULL == add_group(s, tmp, m, 1, OFL_COLL_BCAST, 0, &local, stage)) {
-                return -1;
+                goto fail;
             }
         }
         stage++;
     }
     free(tmp);
     return 0;
+fail:
+    free(tmp);
+    return -1;
 }
 
 static void sim_free(sim_t *s)

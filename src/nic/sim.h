@@ -57,10 +57,10 @@ typedef struct {
     int k;                 /* fat tree */
     int p, a, h;           /* dragonfly */
     int ppn;               /* ranks per node (consecutive ranks share a node) */
-    /* Ranks per socket (or NUMA domain) of a node, from hwloc or set by hand; 0: one
-     * level inside the node. Used by node-aware runs for a level between rank and
-     * node, and by the model: ranks of one socket talk at shm_lat_us, ranks of two
-     * sockets at twice that. */
+    /* Ranks per socket (or NUMA domain) of a node, from hwloc or set by hand, dividing
+     * ppn; 0: one level inside the node. Used by node-aware runs for a level between
+     * rank and node, and by the model: ranks of one socket talk at shm_lat_us, ranks
+     * of two sockets at twice that. */
     int per_socket;
 } ofl_sim_topo_t;
 

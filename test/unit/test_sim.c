@@ -91,6 +91,23 @@ static void test_two_levels(void)
     CHECK(near(lat, want), "with packet costs: %.6f us, formula %.6f", lat, want);
 }
 
+/* Two ranks of one node: the packets take shared memory, at twice the latency
+ * when the ranks sit on two sockets. */
+static void test_node(void)
+{
+    ofl_sim_model_t m = bare();
+    ofl_sim_topo_t t = { .kind = OFL_SIM_FATTREE, .k = 16, .ppn = 2 };
+    ofl_sim_run_t r = allreduce(OFL_TREE_KARY, 2, 1);
+    ofl_sim_result_t res;
+    double lat = sim_lat(&m, &t, 1, &r, &res);
+    double want = A_POST + 3 * D_NIC + 2 * m.shm_lat_us + B_DONE;
+    CHECK(near(lat, want), "one node: %.6f us, formula %.6f", lat, want);
+    t.per_socket = 1;
+    lat = sim_lat(&m, &t, 1, &r, &res);
+    want = A_POST + 3 * D_NIC + 4 * m.shm_lat_us + B_DONE;
+    CHECK(near(lat, want), "two sockets: %.6f us, formula %.6f", lat, want);
+}
+
 /* Seven ranks, binary tree, on a 2-ary fat tree: ranks 5 and 6 hang off rank 2
  * across level 3, rank 2 off the root across level 2; the critical path runs up
  * and down that branch. */
@@ -269,6 +286,7 @@ int main(void)
 {
     test_two_levels();
     test_three_levels();
+    test_node();
     test_software();
     test_bandwidth();
     test_routes();
