@@ -35,6 +35,8 @@ typedef struct {
     int bcast_radix;
     size_t segment_size;
     int slots;
+    size_t shm_budget;     /* bytes of shared memory per rank and communicator, at most */
+    size_t shm_cap;        /* bytes of this job's segments on the node; 0: automatic */
     int exchange_max_ranks;             /* exchange programs up to this many ranks */
     char *policy_text[OFL_COLL_COUNT];  /* per-size algorithm tables (policy.h) */
     ofl_policy_t policy[OFL_COLL_COUNT];
@@ -99,6 +101,13 @@ typedef struct {
     unsigned long long ofi_writes;
     unsigned long long ofi_bytes;
     unsigned long long ofi_triggered;   /* triggered operations posted (native calls) */
+    /* Shared memory of this process's communicators (pvars coll_offload_shm_*): its
+     * share of each segment (atomic: set-ups and frees may come from several
+     * threads), and the communicators the node-wide cap sent to the fallback. */
+    unsigned long long shm_bytes;
+    unsigned long long shm_refused;
+    unsigned long long shm_limit;       /* this process's part of the cap (0: not yet) */
+    int shm_warned;
 } mca_coll_offload_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_offload_component_t mca_coll_offload_component;
@@ -154,6 +163,7 @@ typedef struct {
     ofl_program_t *bcast;     /* [size] */
     ofl_program_t *bcast_get; /* [size]: children read the parent's buffer */
     int single_copy;          /* every rank can read every other's memory */
+    size_t shm_share;         /* bytes counted in the component's shm_bytes for us */
     int board;                /* small allreduces/barriers may use the board */
     ofl_wait_opts_t wait_opts;  /* blocking waits (MCA values, fixed after init) */
     struct ompi_datatype_t *map_dtype;   /* the last (dtype, op) mapped onto the ALU */

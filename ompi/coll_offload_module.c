@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "glue.h"
@@ -38,8 +39,52 @@ static void module_construct(mca_coll_offload_module_t *m)
     mca_coll_offload_wrap_ops_retain();
 }
 
+/* This process's part of the node-wide cap: the cap divided among the job's
+ * processes on the node, so that no process needs to know what the others hold. */
+static unsigned long long shm_limit(void)
+{
+    mca_coll_offload_component_t *c = &mca_coll_offload_component;
+    unsigned long long limit = __atomic_load_n(&c->shm_limit, __ATOMIC_RELAXED);
+    if (0 != limit) {
+        return limit;
+    }
+    unsigned long long cap = c->params.shm_cap;
+    if (0 == cap) {
+        struct statvfs fs;
+        /* /dev/shm is where the segments live and what they exhaust */
+        cap = 0 == statvfs("/dev/shm", &fs)
+                  ? (unsigned long long) fs.f_blocks * (unsigned long long) fs.f_frsize / 4
+                  : ~0ull;
+    }
+    unsigned long long procs = (unsigned long long) opal_process_info.num_local_peers + 1;
+    limit = cap / procs ? cap / procs : 1;
+    __atomic_store_n(&c->shm_limit, limit, __ATOMIC_RELAXED);
+    return limit;
+}
+
+/* Count `share` bytes for a new communicator if they fit under this process's part
+ * of the cap; 0 if they do not. */
+static int shm_reserve(unsigned long long share)
+{
+    mca_coll_offload_component_t *c = &mca_coll_offload_component;
+    unsigned long long limit = shm_limit();
+    unsigned long long held = __atomic_load_n(&c->shm_bytes, __ATOMIC_RELAXED);
+    do {
+        if (share > limit || held > limit - share) {
+            return 0;
+        }
+    } while (!__atomic_compare_exchange_n(&c->shm_bytes, &held, held + share, 0,
+                                          __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+    return 1;
+}
+
 static void release_nic(mca_coll_offload_module_t *m)
 {
+    if (0 != m->shm_share) {
+        __atomic_fetch_sub(&mca_coll_offload_component.shm_bytes,
+                           (unsigned long long) m->shm_share, __ATOMIC_RELAXED);
+        m->shm_share = 0;
+    }
     ofl_softnic_detach(&m->nic);
     ofl_program_free(&m->allreduce);
     ofl_program_free(&m->barrier);
@@ -219,6 +264,44 @@ static int compile_all(mca_coll_offload_module_t *m)
     return 0;
 }
 
+/* Whether this rank receives on stream (peer, chan) in some program: each such
+ * stream is mailbox memory of the segment. */
+static void mark_inbound(const ofl_program_t *prog, unsigned char *in)
+{
+    for (int i = 0; i < prog->npeers && NULL != prog->use_in; ++i) {
+        for (int ch = 0; ch < OFL_CHANNELS; ++ch) {
+            if (prog->use_in[i * OFL_CHANNELS + ch].per_round > 0) {
+                in[prog->peers[i] * OFL_CHANNELS + ch] = 1;
+            }
+        }
+    }
+}
+
+/* Distinct streams this rank receives on over all its compiled programs, or -1. */
+static int inbound_streams(const mca_coll_offload_module_t *m)
+{
+    unsigned char *in = calloc((size_t) m->size * OFL_CHANNELS, 1);
+    if (NULL == in) {
+        return -1;
+    }
+    const ofl_program_t *one[] = { &m->allreduce, &m->barrier, &m->allreduce_x,
+                                   &m->allreduce_s, &m->barrier_x };
+    for (size_t k = 0; k < sizeof(one) / sizeof(one[0]); ++k) {
+        mark_inbound(one[k], in);
+    }
+    for (int r = 0; r < m->size; ++r) {
+        mark_inbound(&m->reduce[r], in);
+        mark_inbound(&m->bcast[r], in);
+        mark_inbound(&m->bcast_get[r], in);
+    }
+    int n = 0;
+    for (int k = 0; k < m->size * OFL_CHANNELS; ++k) {
+        n += in[k];
+    }
+    free(in);
+    return n;
+}
+
 static void dump_programs(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm)
 {
     char *text = NULL;
@@ -359,6 +442,7 @@ enum {
     VOTE_NIC,       /* the segment and the programs work */
     VOTE_GET,       /* cross-memory reads of rank 0 work */
     VOTE_ANON,      /* the anonymous segment could be reopened (else: use a name) */
+    VOTE_CAP,       /* this rank's share fits under its part of coll_offload_shm_cap */
     VOTE_COUNT
 };
 
@@ -389,15 +473,15 @@ static void sweep_once(mca_coll_offload_component_t *c)
  * agreement's error if it failed here (then this rank does not know the
  * verdict). A failed step leaves what it made for the caller's error exit. */
 static int setup_attempt(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
-                         int named, int local_ok, int all_votes[VOTE_COUNT])
+                         int named, int local_ok, int cap_ok, size_t segsize,
+                         int all_votes[VOTE_COUNT])
 {
     static unsigned serial = 0;
     mca_coll_offload_component_t *c = &mca_coll_offload_component;
     const mca_coll_offload_params_t *p = &c->params;
-    size_t segsize = p->segment_size ? p->segment_size : 16384;
     setup_msg_t msg;
     memset(&msg, 0, sizeof(msg));
-    int vote[VOTE_COUNT] = { local_ok, 1, 1 };
+    int vote[VOTE_COUNT] = { local_ok, 1, 1, cap_ok };
     int fd = -1;
     volatile uint64_t probe = ((uint64_t) getpid() << 32) ^ 0x6f666c6f6164ull;
 
@@ -509,7 +593,7 @@ int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicato
 {
     mca_coll_offload_component_t *c = &mca_coll_offload_component;
     const mca_coll_offload_params_t *p = &c->params;
-    int all_votes[VOTE_COUNT] = { 0, 0, 0 };
+    int all_votes[VOTE_COUNT] = { 0 };
     int local_ok = 0 == ofl_edges_init(&m->edges, m->size) && 0 == compile_all(m);
     if (local_ok && mca_coll_offload_inject(OFL_INJECT_COMPILE, m->rank)) {
         local_ok = 0;
@@ -518,12 +602,49 @@ int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicato
         opal_output_verbose(1, c->output, "coll:offload: %s: cannot compile the programs",
                             comm->c_name);
     }
+    /* Every rank's mailboxes must fit the budget, so the slots are cut for the
+     * rank that receives on the most streams (a fallback allreduce). */
+    int streams = local_ok ? inbound_streams(m) : 0;
+    if (streams < 0) {
+        local_ok = 0;
+        streams = 0;
+    }
+    int most = 0;
+    int rc = m->prev_allreduce(&streams, &most, 1, MPI_INT, MPI_MAX, comm,
+                               m->prev_allreduce_module);
+    size_t segsize = 0, share = 0;
+    int cap_ok = 1;
+    if (OMPI_SUCCESS == rc) {
+        segsize = ofl_softnic_fit(m->size, p->slots, most < 0 ? m->size * OFL_CHANNELS : most,
+                                  p->shm_budget, p->segment_size ? p->segment_size : 16384);
+        if (0 == segsize) {
+            release_nic(m);
+            m->state = OFL_MOD_DISABLED;
+            if (0 == m->rank) {
+                opal_output(c->output,
+                            "coll:offload: %s: %d ranks receiving on up to %d streams do not "
+                            "fit coll_offload_shm_budget (%zu bytes per rank); this "
+                            "communicator uses the fallback component",
+                            comm->c_name, m->size, most, p->shm_budget);
+            }
+            return OMPI_SUCCESS;
+        }
+        share = ofl_softnic_share(m->size, p->slots, most, segsize);
+        if (shm_reserve(share)) {
+            m->shm_share = share;
+        } else {
+            cap_ok = 0;
+        }
+    }
     int named = 0;
-    int rc = setup_attempt(m, comm, named, local_ok, all_votes);
-    if (OMPI_SUCCESS == rc && all_votes[VOTE_NIC] && !all_votes[VOTE_ANON]) {
+    if (OMPI_SUCCESS == rc) {
+        rc = setup_attempt(m, comm, named, local_ok, cap_ok, segsize, all_votes);
+    }
+    if (OMPI_SUCCESS == rc && all_votes[VOTE_NIC] && all_votes[VOTE_CAP]
+        && !all_votes[VOTE_ANON]) {
         ofl_softnic_detach(&m->nic);
         named = 1;
-        rc = setup_attempt(m, comm, named, local_ok, all_votes);
+        rc = setup_attempt(m, comm, named, local_ok, cap_ok, segsize, all_votes);
     }
     inject.setups++;
     if (OMPI_SUCCESS != rc) {
@@ -538,6 +659,23 @@ int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicato
                     "communicator is marked failed and falls back from now on",
                     comm->c_name, m->rank, rc);
         return rc;
+    }
+    if (!all_votes[VOTE_CAP]) {
+        /* Some rank's share does not fit: the communicator costs no shared memory
+         * and every rank falls back alike. */
+        release_nic(m);
+        m->state = OFL_MOD_DISABLED;
+        __atomic_fetch_add(&c->shm_refused, 1ull, __ATOMIC_RELAXED);
+        if (0 == m->rank && !__atomic_exchange_n(&c->shm_warned, 1, __ATOMIC_RELAXED)) {
+            opal_output(c->output,
+                        "coll:offload: %s (%d ranks): its %zu bytes of shared memory per rank "
+                        "would pass coll_offload_shm_cap (%llu bytes per process on this "
+                        "node); it and every communicator past the cap use the fallback "
+                        "component (warned once; raise coll_offload_shm_cap or lower "
+                        "coll_offload_shm_budget)",
+                        comm->c_name, m->size, share, shm_limit());
+        }
+        return OMPI_SUCCESS;
     }
     if (!all_votes[VOTE_NIC] || !all_votes[VOTE_ANON]) {
         release_nic(m);
@@ -559,7 +697,6 @@ int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicato
         opal_output(0, "coll:offload: %s: the software NIC's header is corrupt (a rank's pid "
                     "is missing or out of range)", comm->c_name);
     }
-    size_t segsize = p->segment_size ? p->segment_size : 16384;
     m->state = OFL_MOD_READY;
     m->single_copy = all_votes[VOTE_GET];
     m->board = ofl_board_fits(&m->nic.base, 0) && m->size <= p->exchange_max_ranks;
@@ -567,9 +704,11 @@ int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicato
     m->wait_opts = ofl_glue_wait_opts(p);
     opal_output_verbose(1, c->output,
                         "coll:offload: %s (cid %u, %d ranks): software NIC ready (%s segment), "
-                        "%zu-byte segments, %d slots/edge",
+                        "%zu-byte segments, %d slots/edge, %d inbound streams at most: %zu "
+                        "bytes of shared memory per rank (budget %zu)",
                         comm->c_name, comm->c_contextid, m->size,
-                        named ? "named" : "anonymous", segsize, p->slots);
+                        named ? "named" : "anonymous", segsize, p->slots, most, share,
+                        p->shm_budget);
     if (p->verbose >= 50) {
         dump_programs(m, comm);
     }

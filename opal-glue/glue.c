@@ -74,6 +74,8 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
     p->bcast_radix = 4;
     p->segment_size = 131072;
     p->slots = 4;
+    p->shm_budget = 1u << 20;
+    p->shm_cap = 0;
     p->exchange_max_ranks = 8;
     for (int k = 0; k < OFL_COLL_COUNT; ++k) {
         p->policy_text[k] = (char *) default_policy[k];
@@ -127,6 +129,22 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
              "(about 8 per message, at least 16 KiB) that are combined and forwarded one by "
              "one (pipelining)",
              OPAL_INFO_LVL_5, &p->segment_size);
+    reg_size(c, "shm_budget",
+             "Bytes of node shared memory a communicator may use per rank, at most: its "
+             "segment's mailbox slots are sized so that header, counters, board and the "
+             "slots of every stream a rank receives on, divided among its ranks, fit (the "
+             "more ranks, the smaller the slots and the more segments a large message is "
+             "cut into, never beyond coll_offload_segment_size); a communicator whose "
+             "streams cannot have one page each within it uses the fallback component",
+             OPAL_INFO_LVL_4, &p->shm_budget);
+    reg_size(c, "shm_cap",
+             "Bytes of node shared memory this job's communicators may use together on a "
+             "node: each process counts its share of every communicator it sets up (the "
+             "bound above, at most coll_offload_shm_budget) against this divided by the "
+             "job's processes on the node; a communicator that would pass it on any rank "
+             "uses the fallback component on every rank (one warning), and a freed one gives "
+             "its share back. 0: a quarter of the size of /dev/shm",
+             OPAL_INFO_LVL_4, &p->shm_cap);
     reg_int(c, "slots",
             "Mailbox slots per stream (a power of two; others are rounded up): items a "
             "sender may run ahead of its receiver",
@@ -363,6 +381,18 @@ int ofl_glue_register_pvars(mca_coll_offload_component_t *c)
                 "Triggered operations (fi_trigger(3): atomics fired by a counter threshold) "
                 "the node leaders posted for native collectives (coll_offload_ofi_native)",
                 &c->ofi_triggered);
+    mca_base_component_pvar_register(
+        &c->super.collm_version, "shm_bytes",
+        "Bytes of node shared memory this process accounts for its communicators: its share "
+        "of each segment (what the segment can ever touch divided by its ranks), counted "
+        "against its part of coll_offload_shm_cap",
+        OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_SIZE, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
+        MCA_BASE_VAR_BIND_NO_OBJECT, MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
+        pvar_read, NULL, NULL, &c->shm_bytes);
+    reg_counter(c, "shm_refused",
+                "Communicators that use the fallback component because their shared memory "
+                "would have passed coll_offload_shm_cap on some rank",
+                &c->shm_refused);
     return OMPI_SUCCESS;
 }
 

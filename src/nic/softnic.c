@@ -36,23 +36,33 @@ static uint64_t round_up(uint64_t v, uint64_t to)
     return (v + to - 1) / to * to;
 }
 
+static uint64_t page_bytes(void)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    return page > 0 ? (uint64_t) page : 4096;
+}
+
+/* Header, bells, counters and board: everything before the mailboxes. */
+static uint64_t fixed_bytes(int size, uint64_t *bells, uint64_t *counters, uint64_t *board)
+{
+    uint64_t page = page_bytes();
+    *bells = round_up(sizeof(softnic_hdr_t) + sizeof(int32_t) * (size_t) size, LINE);
+    *counters = round_up(*bells + (uint64_t) size * LINE, page);
+    *board = *counters + (uint64_t) size * (uint64_t) size * OFL_CHANNELS * LINE;
+    return round_up(*board + (uint64_t) size * 2 * BOARD_LINES * LINE, page);
+}
+
 static void geometry(ofl_softnic_t *nic, int size, int slots, size_t segsize)
 {
-    uint64_t bells = round_up(sizeof(softnic_hdr_t) + sizeof(int32_t) * (size_t) size, LINE);
-    uint64_t hdr = round_up(bells + (uint64_t) size * LINE, 4096);
-    uint64_t counters = (uint64_t) size * (uint64_t) size * OFL_CHANNELS * LINE;
     nic->base.size = size;
     nic->base.slots = slots;
     nic->base.slot_bytes = round_up(segsize ? segsize : 1, LINE);
-    nic->slot_stride = round_up(STAMP + nic->base.slot_bytes, LINE);
-    nic->off_bells = bells;
-    nic->off_counters = hdr;
-    nic->off_board = hdr + counters;
     nic->base.board_bytes = BOARD_LINES * OFL_BOARD_LINE_BYTES;
-    uint64_t board = (uint64_t) size * 2 * BOARD_LINES * LINE;
-    nic->off_mbox = round_up(nic->off_board + board, 4096);
-    nic->len = nic->off_mbox + (uint64_t) size * (uint64_t) size * OFL_CHANNELS
-                                   * (uint64_t) slots * nic->slot_stride;
+    nic->slot_stride = round_up(STAMP + nic->base.slot_bytes, LINE);
+    nic->stream_stride = round_up((uint64_t) slots * nic->slot_stride, page_bytes());
+    nic->off_mbox = fixed_bytes(size, &nic->off_bells, &nic->off_counters, &nic->off_board);
+    nic->len = nic->off_mbox
+               + (uint64_t) size * (uint64_t) size * OFL_CHANNELS * nic->stream_stride;
 }
 
 size_t ofl_softnic_bytes(int size, int slots, size_t segsize)
@@ -60,6 +70,40 @@ size_t ofl_softnic_bytes(int size, int slots, size_t segsize)
     ofl_softnic_t tmp;
     geometry(&tmp, size, slots, segsize);
     return tmp.len;
+}
+
+size_t ofl_softnic_share(int size, int slots, int streams, size_t segsize)
+{
+    ofl_softnic_t tmp;
+    geometry(&tmp, size, slots, segsize);
+    uint64_t fixed = (tmp.off_mbox + (uint64_t) size - 1) / (uint64_t) size;
+    return fixed + (uint64_t) (streams > 0 ? streams : 0) * tmp.stream_stride;
+}
+
+size_t ofl_softnic_fit(int size, int slots, int streams, size_t budget, size_t max_slot)
+{
+    uint64_t bells, counters, board;
+    if (size < 1 || slots < 1) {
+        return 0;
+    }
+    uint64_t fixed = (fixed_bytes(size, &bells, &counters, &board) + (uint64_t) size - 1)
+                     / (uint64_t) size;
+    uint64_t max = round_up(max_slot ? max_slot : 1, LINE);
+    if (streams < 1) {
+        return fixed <= budget ? (size_t) max : 0;
+    }
+    uint64_t page = page_bytes();
+    if (fixed > budget) {
+        return 0;
+    }
+    /* Each stream is a whole number of pages; its slots share them. */
+    uint64_t stream = (budget - fixed) / (uint64_t) streams / page * page;
+    uint64_t stride = stream / (uint64_t) slots / LINE * LINE;
+    if (stride < STAMP + LINE) {
+        return 0;
+    }
+    uint64_t payload = stride - round_up(STAMP, LINE);
+    return (size_t) (payload < max ? payload : max);
 }
 
 typedef struct {
@@ -91,7 +135,7 @@ static inline uint8_t *slot_at(ofl_softnic_t *nic, int dst, int src, int chan, u
     uint64_t slot = (n & (n - 1)) ? item % n : item & (n - 1);
     uint64_t stream = ((uint64_t) dst * (uint64_t) b->size + (uint64_t) src) * OFL_CHANNELS
                       + (uint64_t) chan;
-    return nic->mem + nic->off_mbox + (stream * (uint64_t) b->slots + slot) * nic->slot_stride;
+    return nic->mem + nic->off_mbox + stream * nic->stream_stride + slot * nic->slot_stride;
 }
 
 static inline uint64_t stamp(ofl_softnic_t *nic, int dst, int src, int chan, uint64_t item)

@@ -12,8 +12,10 @@
  *   board      [rank][call parity][4 lines]: written only by rank, read by all;
  *              56 payload bytes and the writing call's sequence number per line
  *              (the board of nic.h: small allreduces and barriers)
- *   mailboxes  [dst][src][chan][slot]: written only by src, read only by dst; touched
- *              lazily, so edges outside every tree cost no memory. Each slot
+ *   mailboxes  [dst][src][chan] one stream each, a whole number of pages holding
+ *              its [slot]s: written only by src, read only by dst; touched
+ *              lazily, so streams no program uses cost no memory and one that is
+ *              used costs at most its pages. Each slot
  *              starts with a 16-byte stamp: the DATA counter of the edge as of
  *              the item in that slot, so a small item and its CP count arrive in
  *              one cache line (one transfer instead of two)
@@ -53,6 +55,7 @@ typedef struct {
     uint64_t off_board;
     uint64_t off_mbox;
     uint64_t slot_stride;      /* stamp + payload, cache-line multiple */
+    uint64_t stream_stride;    /* a stream's slots, rounded up to whole pages */
     /* Private, [size][chan] each: what this rank knows of every stream, against
      * which the peers' values are checked (nic.h, "Validation"). */
     uint64_t *credit_seen;     /* last CREDIT value read (owner side) */
@@ -61,8 +64,19 @@ typedef struct {
     int32_t *pid;              /* [size] the ranks' pids once sealed, else NULL */
 } ofl_softnic_t;
 
-/* Bytes of the segment for `size` ranks. */
+/* Bytes of the segment for `size` ranks (address space: the mailboxes of every
+ * ordered pair of ranks, most of which no program touches). */
 size_t ofl_softnic_bytes(int size, int slots, size_t segsize);
+
+/* A rank's share of the memory the segment can ever touch when every rank
+ * receives on at most `streams` streams: 1/size of header, bells, counters and
+ * board, and the pages of those streams. Bounds the segment's resident pages
+ * divided by size, whatever the calls. */
+size_t ofl_softnic_share(int size, int slots, int streams, size_t segsize);
+
+/* The largest slot payload (segsize of create/attach), at most max_slot, whose
+ * share stays within `budget` bytes; 0 when not even one page per stream fits. */
+size_t ofl_softnic_fit(int size, int slots, int streams, size_t budget, size_t max_slot);
 
 /* Rank `rank` creates an anonymous segment (memfd: it never has a name, so
  * nothing of it outlives the processes that map it, whatever way they end) and
