@@ -79,6 +79,23 @@ def log(msg):
 # Command line
 
 
+def derive_selection(name):
+    """BASE+PARAM=VALUE[+PARAM=VALUE...]: selection BASE with --mca coll_offload_PARAM
+    VALUE added, e.g. offload+shm_budget=1g to compare two settings of one build."""
+    base, *params = name.split("+")
+    if base not in SELECTIONS or not params:
+        return False
+    args = list(SELECTIONS[base])
+    for param in params:
+        key, eq, value = param.partition("=")
+        if not eq or not re.fullmatch(r"\w+", key) or not value:
+            return False
+        args += ["--mca", "coll_offload_" + key, value]
+    SELECTIONS[name] = args
+    STYLE.setdefault(name, ("tab:gray", "x"))
+    return True
+
+
 def parse_args(argv):
     here = os.path.dirname(os.path.abspath(__file__))
     p = argparse.ArgumentParser(
@@ -128,8 +145,9 @@ def parse_args(argv):
         if c not in COLLS:
             p.error("unknown collective %r (choose from %s)" % (c, ", ".join(COLLS)))
     for s in a.select:
-        if s not in SELECTIONS:
-            p.error("unknown selection %r (choose from %s)" % (s, ", ".join(SELECTIONS)))
+        if s not in SELECTIONS and not derive_selection(s):
+            p.error("unknown selection %r (choose from %s, or BASE+PARAM=VALUE...)"
+                    % (s, ", ".join(SELECTIONS)))
     if len(set(a.select)) != len(a.select) or len(set(a.colls)) != len(a.colls):
         p.error("--select and --colls must not repeat a name")
     if a.repeat < 1:
