@@ -3,7 +3,8 @@
 #
 # Usage: run.sh [BINDIR]
 #   BINDIR          directory holding t_coll, t_fallback, t_leak, t_fault, t_nb, t_nb_mt,
-#                   t_net, t_wrap, t_corrupt, t_stress, t_setup_fail (default: this
+#                   t_net, t_wrap, t_corrupt, t_stress, t_setup_fail, t_shm (default:
+#                   this
 #                   script's directory, i.e. run it from the build tree)
 # Environment:
 #   MPIRUN          launcher (default: mpirun)
@@ -44,7 +45,7 @@ expect=""
 [ "$EXPECT_OFFLOAD" = 1 ] && expect="--expect-offload"
 
 for prog in t_coll t_fallback t_leak t_fault t_nb t_nb_mt t_net t_wrap t_corrupt t_stress \
-            t_setup_fail; do
+            t_setup_fail t_shm; do
     if [ ! -x "$BINDIR/$prog" ]; then
         echo "run.sh: $BINDIR/$prog not found or not executable (build first, or pass BINDIR)" >&2
         echo "0 passed, 1 failed"
@@ -277,6 +278,20 @@ run t_nb 2 "$NB_POLICY --mca coll_offload_agent 0" --quick $expect
 # The agent in the real-time class (as root; otherwise it warns and runs normal).
 # shellcheck disable=SC2086
 run t_nb 2 "$NB_POLICY --mca coll_offload_agent_preempt 2" --quick $expect
+# Shared memory: every communicator's segment (mincore) within coll_offload_shm_budget
+# per rank, at the default budget and at 256 KiB with every collective on its trees;
+# the node-wide cap (16 MiB: a few communicators of 4 ranks) sends the rest to the
+# fallback on every rank alike.
+for np in 2 4 8; do
+    # shellcheck disable=SC2086
+    run t_shm "$np" "" bound $expect
+done
+TREES="--mca coll_offload_allreduce_policy tree --mca coll_offload_bcast_policy tree"
+TREES="$TREES --mca coll_offload_reduce_policy tree"
+# shellcheck disable=SC2086
+run t_shm 4 "$TREES --mca coll_offload_shm_budget 262144" bound $expect
+# shellcheck disable=SC2086
+run t_shm 4 "--mca coll_offload_shm_cap 16777216" cap $expect
 # shellcheck disable=SC2086
 run t_nb_mt 2 "" $expect
 # shellcheck disable=SC2086
