@@ -2992,8 +2992,9 @@ static void test_softnic_api(void)
 
     /* The layout softnic.h documents, at 3 ranks and 3 slots (no index is
      * symmetric): CREDIT counters [owner][feeder][chan], one line each, after the
-     * header; mailboxes [dst][src][chan][slot], each a 16-byte stamp (the DATA
-     * count) and the payload, lines apart; the segment ends after the last. */
+     * header; mailboxes [dst][src][chan], each stream whole pages of its own holding
+     * its [slot]s, each a 16-byte stamp (the DATA count) and the payload, lines
+     * apart; the segment ends after the last. */
     ofl_softnic_t m[3];
     shm_name(name, sizeof(name));
     int rc = ofl_softnic_create(&m[0], name, 3, 0, 3, 200);
@@ -3005,8 +3006,11 @@ static void test_softnic_api(void)
         return;
     }
     uint64_t stride = (16 + m[0].base.slot_bytes + 63) / 64 * 64;
+    uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE);
+    uint64_t stream = (3 * stride + page - 1) / page * page;
     CHECK(256 == m[0].base.slot_bytes && stride == m[0].slot_stride
-              && m[0].len == m[0].off_mbox + 3 * 3 * NCH * 3 * stride
+              && 0 == m[0].off_mbox % page
+              && m[0].len == m[0].off_mbox + 3 * 3 * NCH * stream
               && m[0].len == ofl_softnic_bytes(3, 3, 200)
               && m[0].off_mbox >= m[0].off_counters + 3 * 3 * NCH * 64,
           "geometry: stride %llu len %zu", (unsigned long long) m[0].slot_stride, m[0].len);
@@ -3016,8 +3020,8 @@ static void test_softnic_api(void)
             for (int c = 0; c < NCH && src != dst; ++c) {
                 for (uint64_t item = 0; item < 4; ++item) {
                     uint64_t at = m[0].off_mbox
-                                  + (((uint64_t) (dst * 3 + src) * NCH + (uint64_t) c) * 3
-                                     + item % 3) * stride + 16;
+                                  + ((uint64_t) (dst * 3 + src) * NCH + (uint64_t) c) * stream
+                                  + item % 3 * stride + 16;
                     uint8_t *in = m[dst].base.ops->inbox(&m[dst].base, src, c, item);
                     uint8_t *out = m[src].base.ops->outbox(&m[src].base, dst, c, item);
                     tried++;
@@ -3056,6 +3060,92 @@ static void test_softnic_api(void)
  * the read with an error, not the process, and leaves the destination alone;
  * put_ref moves no counter and touches only its own stream's slot. probe_get
  * reads a peer's word: equal, different, unreadable. */
+/* The budget: ofl_softnic_fit gives the largest slot whose share fits, the share
+ * bounds what the segment can touch, and filling every slot of the streams a rank
+ * receives on (mincore) stays within it. */
+static void test_softnic_budget(void)
+{
+    static const int sizes[] = { 1, 2, 3, 4, 5, 8, 16, 33, 65, 128 };
+    static const size_t budgets[] = { 16384, 65536, 262144, 1u << 20, 4u << 20 };
+    static const size_t maxes[] = { 4096, 131072 };
+    int fitted = 0, refused = 0;
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
+        int n = sizes[i];
+        int streams[] = { 0, 1, n > 1 ? 2 * (n - 1) : 1, 2 * n };
+        for (int slots = 1; slots <= 8; slots *= 2) {
+            for (size_t k = 0; k < sizeof(streams) / sizeof(streams[0]); ++k) {
+                for (size_t b = 0; b < sizeof(budgets) / sizeof(budgets[0]); ++b) {
+                    for (size_t x = 0; x < sizeof(maxes) / sizeof(maxes[0]); ++x) {
+                        size_t seg = ofl_softnic_fit(n, slots, streams[k], budgets[b], maxes[x]);
+                        if (0 == seg) {
+                            refused++;
+                            CHECK(ofl_softnic_share(n, slots, streams[k], 64) > budgets[b],
+                                  "n=%d slots=%d streams=%d budget=%zu: refused, but the "
+                                  "smallest slot fits", n, slots, streams[k], budgets[b]);
+                            continue;
+                        }
+                        fitted++;
+                        CHECK(0 == seg % 64 && seg <= maxes[x]
+                                  && ofl_softnic_share(n, slots, streams[k], seg) <= budgets[b],
+                              "n=%d slots=%d streams=%d budget=%zu max=%zu: slot %zu, share "
+                              "%zu", n, slots, streams[k], budgets[b], maxes[x], seg,
+                              ofl_softnic_share(n, slots, streams[k], seg));
+                        CHECK(seg == maxes[x] || 0 == streams[k]
+                                  || ofl_softnic_share(n, slots, streams[k], seg + 64)
+                                         > budgets[b],
+                              "n=%d slots=%d streams=%d budget=%zu: slot %zu is not the "
+                              "largest that fits", n, slots, streams[k], budgets[b], seg);
+                    }
+                }
+            }
+        }
+    }
+    CHECK(fitted > 100 && refused > 10, "%d fitted, %d refused", fitted, refused);
+
+    /* 4 ranks receiving from every peer on both channels, 256 KiB per rank: fill
+     * every slot of every stream entirely and count the segment's resident pages. */
+    enum { N = 4, SLOTS = 4 };
+    const int nstreams = 2 * (N - 1);
+    const size_t budget = 262144;
+    size_t seg = ofl_softnic_fit(N, SLOTS, nstreams, budget, 1u << 20);
+    ofl_softnic_t m[N];
+    char name[64];
+    shm_name(name, sizeof(name));
+    int rc = ofl_softnic_create(&m[0], name, N, 0, SLOTS, seg);
+    for (int r = 1; r < N; ++r) {
+        rc |= ofl_softnic_attach(&m[r], name, N, r, SLOTS, seg);
+    }
+    ofl_softnic_unlink(name);
+    CHECK(0 == rc && seg > 0, "4-rank softnic with %zu-byte slots", seg);
+    if (0 != rc || 0 == seg) {
+        return;
+    }
+    for (int dst = 0; dst < N; ++dst) {
+        for (int src = 0; src < N; ++src) {
+            for (int c = 0; c < NCH && src != dst; ++c) {
+                for (uint64_t item = 0; item < SLOTS; ++item) {
+                    ofl_nic_t *fs = &m[src].base;
+                    memset(fs->ops->outbox(fs, dst, c, item), 0x5a, seg);
+                    fs->ops->bump(fs, OFL_CNT_DATA, dst, c, item, seg);
+                }
+            }
+        }
+    }
+    size_t page = (size_t) sysconf(_SC_PAGESIZE), pages = m[0].len / page, resident = 0;
+    unsigned char *vec = malloc(pages);
+    CHECK(NULL != vec && 0 == mincore(m[0].mem, m[0].len, vec), "mincore");
+    for (size_t p = 0; NULL != vec && p < pages; ++p) {
+        resident += (vec[p] & 1) ? page : 0;
+    }
+    free(vec);
+    CHECK(resident <= N * ofl_softnic_share(N, SLOTS, nstreams, seg) && resident <= N * budget
+              && resident > N * budget / 2,
+          "every slot filled: %zu bytes resident, budget %zu per rank", resident, budget);
+    for (int r = 0; r < N; ++r) {
+        ofl_softnic_detach(&m[r]);
+    }
+}
+
 static void test_softnic_byref(void)
 {
     char name[64];
@@ -4107,6 +4197,7 @@ int main(void)
     double t1 = now_s();
     test_softnic_api();
     test_softnic_byref();
+    test_softnic_budget();
     test_sim_matrix();
     test_sim_mixed();
     test_sim_exchange();
