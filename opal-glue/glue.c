@@ -125,8 +125,8 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
     reg_int(c, "bcast_radix", "Radix of the broadcast tree (2..64; ignored by flat)",
             OPAL_INFO_LVL_5, &p->bcast_radix);
     reg_size(c, "segment_size",
-             "Largest bytes of a mailbox slot, the largest segment: messages are cut into "
-             "segments (about 8 per message, at least 16 KiB, at most the slot) that are "
+             "Bytes of a mailbox slot at most, the largest segment: messages are cut into "
+             "segments (about 8 per message, at least 16 KiB, at most a slot) that are "
              "combined and forwarded one by one (pipelining); slots are smaller where "
              "coll_offload_shm_budget needs it",
              OPAL_INFO_LVL_5, &p->segment_size);
