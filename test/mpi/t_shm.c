@@ -39,37 +39,53 @@ typedef struct {
     int segments;
 } shm_use_t;
 
-/* Sums mincore() over every coll_offload segment this process maps. */
-static shm_use_t segment_use(void)
+/* The segments this process maps: start address and touched bytes. */
+#define MAX_SEGS 1024
+typedef struct {
+    unsigned long lo[MAX_SEGS];
+    unsigned long long touched[MAX_SEGS];
+    int n;
+} seg_list_t;
+
+static void segment_list(seg_list_t *l)
 {
-    shm_use_t use = { 0, 0, 0 };
+    l->n = 0;
     FILE *f = fopen("/proc/self/maps", "r");
-    if (NULL == f) {
-        return use;
-    }
     long page = sysconf(_SC_PAGESIZE);
     char line[512];
-    while (NULL != fgets(line, sizeof(line), f)) {
+    while (NULL != f && NULL != fgets(line, sizeof(line), f) && l->n < MAX_SEGS) {
         unsigned long lo, hi;
         if (NULL == strstr(line, "/coll_offload.") || 2 != sscanf(line, "%lx-%lx", &lo, &hi)) {
             continue;
         }
         size_t pages = (hi - lo) / (unsigned long) page;
         unsigned char *vec = malloc(pages ? pages : 1);
-        if (NULL == vec || 0 != mincore((void *) lo, hi - lo, vec)) {
-            free(vec);
-            continue;
-        }
         unsigned long long bytes = 0;
-        for (size_t i = 0; i < pages; i++) {
-            bytes += (vec[i] & 1) ? (unsigned long long) page : 0;
+        if (NULL != vec && 0 == mincore((void *) lo, hi - lo, vec)) {
+            for (size_t i = 0; i < pages; i++) {
+                bytes += (vec[i] & 1) ? (unsigned long long) page : 0;
+            }
         }
         free(vec);
-        use.touched += bytes;
-        use.largest = bytes > use.largest ? bytes : use.largest;
-        use.segments++;
+        l->lo[l->n] = lo;
+        l->touched[l->n++] = bytes;
     }
-    fclose(f);
+    if (NULL != f) {
+        fclose(f);
+    }
+}
+
+/* Touched bytes of every segment, the most touched one, and how many. */
+static shm_use_t segment_use(void)
+{
+    seg_list_t l;
+    shm_use_t use = { 0, 0, 0 };
+    segment_list(&l);
+    for (int i = 0; i < l.n; i++) {
+        use.touched += l.touched[i];
+        use.largest = l.touched[i] > use.largest ? l.touched[i] : use.largest;
+    }
+    use.segments = l.n;
     return use;
 }
 
@@ -126,42 +142,6 @@ static void use_1mib(MPI_Comm c, const char *what)
     free(b);
 }
 
-/* The segments this process maps: start address and touched bytes. */
-#define MAX_SEGS 64
-typedef struct {
-    unsigned long lo[MAX_SEGS];
-    unsigned long long touched[MAX_SEGS];
-    int n;
-} seg_list_t;
-
-static void segment_list(seg_list_t *l)
-{
-    l->n = 0;
-    FILE *f = fopen("/proc/self/maps", "r");
-    long page = sysconf(_SC_PAGESIZE);
-    char line[512];
-    while (NULL != f && NULL != fgets(line, sizeof(line), f) && l->n < MAX_SEGS) {
-        unsigned long lo, hi;
-        if (NULL == strstr(line, "/coll_offload.") || 2 != sscanf(line, "%lx-%lx", &lo, &hi)) {
-            continue;
-        }
-        size_t pages = (hi - lo) / (unsigned long) page;
-        unsigned char *vec = malloc(pages ? pages : 1);
-        unsigned long long bytes = 0;
-        if (NULL != vec && 0 == mincore((void *) lo, hi - lo, vec)) {
-            for (size_t i = 0; i < pages; i++) {
-                bytes += (vec[i] & 1) ? (unsigned long long) page : 0;
-            }
-        }
-        free(vec);
-        l->lo[l->n] = lo;
-        l->touched[l->n++] = bytes;
-    }
-    if (NULL != f) {
-        fclose(f);
-    }
-}
-
 /* The one segment of `after` not in `before` (0 if none or several). */
 static unsigned long new_segment(const seg_list_t *before, const seg_list_t *after)
 {
@@ -196,7 +176,7 @@ static void drive(MPI_Comm c, const char *what)
     int n, r;
     MPI_Comm_size(c, &n);
     MPI_Comm_rank(c, &r);
-    size_t most = 4u << 20, count = most / sizeof(int);
+    size_t most = 4u << 20;
     int *a = malloc(most), *b = malloc(most), *want = malloc(most), *tmp = malloc(most);
     for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
         int cnt = (int) (sizes[k] / sizeof(int));
@@ -240,7 +220,6 @@ static void drive(MPI_Comm c, const char *what)
                     rc);
         }
     }
-    (void) count;
     free(a);
     free(b);
     free(want);
