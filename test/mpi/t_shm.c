@@ -2,7 +2,8 @@
  * t_shm: the shared memory a communicator costs on the node.
  *
  * Every communicator of coll/offload maps one segment, visible in
- * /proc/self/maps as /dev/shm/coll_offload.* (deleted once every rank attached).
+ * /proc/self/maps as /memfd:coll_offload (or, where reopening it through /proc is
+ * refused, /dev/shm/coll_offload.*, deleted once every rank attached).
  * Its touched memory is measured here independently of the component: mincore()
  * on our own mapping of it says which of its pages exist in the shared-memory
  * object, whichever rank touched them.
@@ -55,7 +56,8 @@ static void segment_list(seg_list_t *l)
     char line[512];
     while (NULL != f && NULL != fgets(line, sizeof(line), f) && l->n < MAX_SEGS) {
         unsigned long lo, hi;
-        if (NULL == strstr(line, "/coll_offload.") || 2 != sscanf(line, "%lx-%lx", &lo, &hi)) {
+        if ((NULL == strstr(line, "/memfd:coll_offload") && NULL == strstr(line, "/coll_offload."))
+            || 2 != sscanf(line, "%lx-%lx", &lo, &hi)) {
             continue;
         }
         size_t pages = (hi - lo) / (unsigned long) page;
