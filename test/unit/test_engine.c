@@ -4188,7 +4188,7 @@ static void test_dead_peer(void)
 int main(void)
 {
     /* A deadlock must fail the test, not hang make check. */
-    alarm(60);
+    alarm(unit_time_limit(60));
     double t0 = now_s();
     test_shape();
     test_shape_exchange();
