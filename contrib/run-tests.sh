@@ -1,11 +1,12 @@
 #!/bin/sh
 # Set up (contrib/setup.sh), then run every test: the unit tests of the core
 # (no MPI), a bounded fuzz run of the readers of peer-written state (libFuzzer,
-# 15 s per harness), the simulator's checks (bench/sim-check.sh), the MPI tests
-# under mpirun with the installed component, and the multi-node MPI tests on
-# hosts made of network namespaces (root only).
+# 15 s per harness), the simulator's checks (bench/sim-check.sh), the unit tests
+# and an MPI smoke run under the sanitizers (contrib/run-sanitizers.sh), the MPI
+# tests under mpirun with the installed component, and the multi-node MPI tests
+# on hosts made of network namespaces (root only).
 # Last line: "N passed, M failed" (unit test programs + fuzz harnesses +
-# simulator checks + MPI checks + the /dev/shm check).
+# simulator checks + sanitizer checks + MPI checks + the /dev/shm check).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -51,9 +52,21 @@ sim_fail=$(echo "$sim_out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\
 sim_pass=${sim_pass:-0}
 sim_fail=${sim_fail:-1}
 
+shm_before=$(ls /dev/shm 2>/dev/null | grep -c coll_offload || true)
+
+echo "== sanitizers (ASan+UBSan: unit tests, MPI smoke run; TSan: threaded unit tests)"
+san_log=$(mktemp)
+sh contrib/run-sanitizers.sh > "$san_log" 2>&1
+cat "$san_log"
+san_out=$(tail -n 1 "$san_log")
+rm -f "$san_log"
+san_pass=$(echo "$san_out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1/p')
+san_fail=$(echo "$san_out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\2/p')
+san_pass=${san_pass:-0}
+san_fail=${san_fail:-1}
+
 echo "== MPI tests"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-shm_before=$(ls /dev/shm 2>/dev/null | grep -c coll_offload || true)
 # Stock Open MPI 4.1's op/avx saturates 8/16-bit integer sums (open-mpi/ompi#8045); the
 # tests check the library's own MPI_Reduce_local too, and fallback calls use it.
 # suite SCRIPT: run a test script's suite, show its output, add its last line
@@ -84,7 +97,7 @@ if [ "$shm_after" -gt "$shm_before" ]; then
     shm_pass=0
     shm_fail=1
 fi
-pass=$((unit_pass + fuzz_pass + sim_pass + mpi_pass + shm_pass))
-fail=$((unit_fail + fuzz_fail + sim_fail + mpi_fail + shm_fail))
+pass=$((unit_pass + fuzz_pass + sim_pass + san_pass + mpi_pass + shm_pass))
+fail=$((unit_fail + fuzz_fail + sim_fail + san_fail + mpi_fail + shm_fail))
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -6,8 +6,11 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
+# (gcc's sanitizer runtimes come with build-essential; clang's (libclang-rt-14-dev) and
+# llvm-symbolizer (llvm), which writes TSan's stacks, are only recommended by clang)
 pkgs="build-essential autoconf automake libtool pkg-config libopenmpi-dev openmpi-bin \
-libfabric-dev libhwloc-dev python3-matplotlib iproute2 util-linux clang libclang-rt-14-dev"
+libfabric-dev libhwloc-dev python3-matplotlib iproute2 util-linux clang libclang-rt-14-dev \
+llvm"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
