@@ -19,19 +19,40 @@ void ofl_board_prepare(ofl_board_call_t *c, ofl_nic_t *nic, uint64_t seq, const 
     c->posted = 0;
     c->missing = 0;
     c->error = 0;
+    c->sig = 0;
+    c->tag = 0;
+    c->callno = 0;
 }
 
-/* Collect the payloads in rank order; 1 once all are there, -1 on a corrupt line. */
+/* A peer's call differs from ours: say so on the NIC, where every rank's
+ * health check looks, with both signatures (the peer's from its call record,
+ * written before its lines). */
+static void report_mismatch(ofl_nic_t *nic, uint64_t sig, uint64_t callno, int peer)
+{
+    uint64_t theirs = 0;
+    if (NULL != nic->ops->recorded && 0 != callno) {
+        nic->ops->recorded(nic, peer, callno, &theirs);
+    }
+    if (NULL != nic->ops->mismatch) {
+        nic->ops->mismatch(nic, nic->rank, sig, peer, theirs);
+    }
+}
+
+/* Collect the payloads in rank order; 1 once all are there, -1 on a corrupt
+ * line or a peer whose call differs (c->error). */
 static int gather(ofl_board_call_t *c)
 {
     ofl_nic_t *nic = c->nic;
     size_t len = c->count * c->elem;
     for (; c->missing < nic->size; ++c->missing) {
-        int rc = nic->ops->board_read(nic, c->missing, c->seq, len, c->tmp[c->missing],
+        int rc = nic->ops->board_read(nic, c->missing, c->seq, c->tag, len, c->tmp[c->missing],
                                       &c->in[c->missing]);
         if (rc <= 0) {
             if (rc < 0) {
                 c->error = rc;
+                if (OFL_EMISMATCH == rc) {
+                    report_mismatch(nic, c->sig, c->callno, c->missing);
+                }
                 return -1;
             }
             return 0;
@@ -44,7 +65,7 @@ int ofl_board_progress(ofl_board_call_t *c)
 {
     ofl_nic_t *nic = c->nic;
     if (!c->posted) {
-        nic->ops->board_post(nic, c->seq, c->send, c->count * c->elem);
+        nic->ops->board_post(nic, c->seq, c->tag, c->send, c->count * c->elem);
         c->posted = 1;
     }
     if (c->error) {
@@ -73,6 +94,9 @@ ofl_wait_status_t ofl_board_check(ofl_board_call_t *c, double waited_s, double t
                                   int *peer)
 {
     ofl_nic_t *nic = c->nic;
+    if (ofl_sig_check(nic, c->sig, c->callno, peer)) {
+        return OFL_WAIT_MISMATCH;
+    }
     int dead = nic->ops->poisoned(nic);
     if (dead >= 0) {
         *peer = dead;
@@ -90,7 +114,7 @@ ofl_wait_status_t ofl_board_check(ofl_board_call_t *c, double waited_s, double t
     if (got != 0) {
         if (got < 0) {
             *peer = c->missing;
-            return OFL_WAIT_FAILED;
+            return OFL_EMISMATCH == c->error ? OFL_WAIT_MISMATCH : OFL_WAIT_FAILED;
         }
         return OFL_WAIT_OK;
     }
@@ -116,11 +140,21 @@ static ofl_wait_status_t check_call(void *ctx, double waited_s, double timeout_s
     return ofl_board_check(ctx, waited_s, timeout_s, peer);
 }
 
+ofl_wait_status_t ofl_board_run(ofl_board_call_t *c, const ofl_wait_opts_t *opts, int *peer)
+{
+    ofl_wait_status_t st = ofl_wait_loop(poll_call, check_call, c, opts, peer);
+    if (OFL_WAIT_FAILED == st && OFL_EMISMATCH == c->error) {
+        *peer = c->missing;
+        return OFL_WAIT_MISMATCH;
+    }
+    return st;
+}
+
 ofl_wait_status_t ofl_board_allreduce(ofl_nic_t *nic, uint64_t seq, const void *send,
                                       void *recv, size_t count, size_t elem, ofl_alu_fn fn,
                                       const ofl_wait_opts_t *opts, int *peer)
 {
     ofl_board_call_t c;
     ofl_board_prepare(&c, nic, seq, send, recv, count, elem, fn);
-    return ofl_wait_loop(poll_call, check_call, &c, opts, peer);
+    return ofl_board_run(&c, opts, peer);
 }

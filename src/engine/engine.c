@@ -2,6 +2,7 @@
  * coll/offload — the descriptor engine (see engine.h).
  */
 #include "engine/engine.h"
+#include "engine/sig.h"
 #include "tree/tree.h"
 
 #include <errno.h>
@@ -47,6 +48,11 @@ void ofl_engine_post(ofl_inst_t *inst, const ofl_program_t *prog, ofl_nic_t *nic
         seg = seg ? seg : 1;
     }
     inst->error = 0;
+    inst->bad_peer = -1;
+    inst->sig = call->sig;
+    inst->callno = call->callno;
+    inst->word = (call->callno && NULL != nic->ops->stamp) ? ofl_sig_word(call->callno, call->sig)
+                                                          : 0;
     inst->ring = call->ring && NULL != nic->ops->ring;
     size_t per = seg / inst->elem;
     inst->seg_elems = per ? per : 1;
@@ -229,6 +235,10 @@ static int fire(const ofl_inst_t *inst, const ofl_desc_t *d, uint32_t round, uin
         const ofl_cp_t *c = &p->cps[d->first_cp + k];
         uint64_t item = (OFL_CNT_DATA == c->cnt) ? item_out(inst, c->peer, c->chan, round, c->k)
                                                  : item_in(inst, c->peer, c->chan, round, c->k);
+        if (0 == round && 0 != inst->word && OFL_CNT_DATA == c->cnt) {
+            /* the call's first items say what call put them */
+            nic->ops->stamp(nic, p->peers[c->peer], c->chan, item, inst->word);
+        }
         nic->ops->bump(nic, c->cnt, p->peers[c->peer], c->chan, item,
                        OFL_CNT_DATA == c->cnt ? (uint64_t) len : 0);
     }
@@ -240,6 +250,67 @@ static int fire(const ofl_inst_t *inst, const ofl_desc_t *d, uint32_t round, uin
                 nic->ops->ring(nic, peer);
                 last = peer;
             }
+        }
+    }
+    return 0;
+}
+
+/* Before a descriptor of the call's first round consumes anything: do the
+ * items its DATA triggers waited for come from the same call (number and
+ * signature)? Items of later rounds follow the first ones on the same streams. */
+static int stamps_match(ofl_inst_t *inst, const ofl_desc_t *d)
+{
+    const ofl_program_t *p = inst->prog;
+    ofl_nic_t *nic = inst->nic;
+    for (int k = 0; k < d->n_trig; ++k) {
+        const ofl_trig_t *t = &p->trigs[d->first_trig + k];
+        if (OFL_CNT_DATA != t->cnt) {
+            continue;
+        }
+        int64_t need = threshold(inst, t, 0);
+        if (need > 0
+            && nic->ops->stamped(nic, p->peers[t->peer], t->chan, (uint64_t) need - 1)
+                   != inst->word) {
+            inst->bad_peer = p->peers[t->peer];
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void report_mismatch(ofl_inst_t *inst)
+{
+    ofl_nic_t *nic = inst->nic;
+    uint64_t theirs = 0;
+    if (NULL != nic->ops->recorded) {
+        nic->ops->recorded(nic, inst->bad_peer, inst->callno, &theirs);
+    }
+    if (NULL != nic->ops->mismatch) {
+        nic->ops->mismatch(nic, nic->rank, inst->sig, inst->bad_peer, theirs);
+    }
+}
+
+int ofl_sig_check(ofl_nic_t *nic, uint64_t sig, uint64_t callno, int *peer)
+{
+    int a, b;
+    uint64_t sig_a, sig_b;
+    if (NULL == nic->ops->mismatched) {
+        return 0;
+    }
+    if (nic->ops->mismatched(nic, &a, &sig_a, &b, &sig_b)) {
+        *peer = a == nic->rank ? b : a;
+        return 1;
+    }
+    if (0 == callno) {
+        return 0;
+    }
+    for (int r = 0; r < nic->size; ++r) {
+        uint64_t theirs = 0;
+        if (r != nic->rank && callno == nic->ops->recorded(nic, r, callno, &theirs)
+            && theirs != sig) {
+            nic->ops->mismatch(nic, nic->rank, sig, r, theirs);
+            *peer = r;
+            return 1;
         }
     }
     return 0;
@@ -289,6 +360,12 @@ int ofl_engine_progress(ofl_inst_t *inst)
                 }
                 inst->cursor[q] = cur;
                 inst->error = rc;
+                return -1;
+            }
+            if (0 == round && 0 != inst->word && !stamps_match(inst, d)) {
+                inst->cursor[q] = cur;
+                inst->error = OFL_EMISMATCH;
+                report_mismatch(inst);
                 return -1;
             }
             rc = fire(inst, d, round, seg);
@@ -357,6 +434,13 @@ static inline void cpu_relax(void)
 ofl_wait_status_t ofl_engine_check(ofl_inst_t *inst, double waited_s, double timeout_s,
                                    int *peer)
 {
+    if (OFL_EMISMATCH == inst->error) {
+        *peer = inst->bad_peer;
+        return OFL_WAIT_MISMATCH;
+    }
+    if (ofl_sig_check(inst->nic, inst->sig, inst->callno, peer)) {
+        return OFL_WAIT_MISMATCH;
+    }
     int dead = inst->nic->ops->poisoned(inst->nic);
     if (dead >= 0) {
         *peer = dead;
@@ -444,5 +528,10 @@ static ofl_wait_status_t engine_check(void *ctx, double waited_s, double timeout
 
 ofl_wait_status_t ofl_engine_wait(ofl_inst_t *inst, const ofl_wait_opts_t *opts, int *peer)
 {
-    return ofl_wait_loop(engine_poll, engine_check, inst, opts, peer);
+    ofl_wait_status_t st = ofl_wait_loop(engine_poll, engine_check, inst, opts, peer);
+    if (OFL_WAIT_FAILED == st && OFL_EMISMATCH == inst->error) {
+        *peer = inst->bad_peer;
+        return OFL_WAIT_MISMATCH;
+    }
+    return st;
 }

@@ -42,8 +42,13 @@ typedef struct {
     uint32_t nseg;
     uint32_t rounds;        /* ceil(nseg / period) */
     uint32_t cursor[OFL_PROG_MAX_QUEUES];   /* descriptor executions done */
-    int error;              /* 0, or -errno: a failed read of a peer's memory, or
-                               -EPROTO: a peer's value failed validation (nic.h) */
+    int error;              /* 0, -errno: a failed read of a peer's memory, -EPROTO: a
+                               peer's value failed validation (nic.h), or
+                               OFL_EMISMATCH: bad_peer's call differs from ours */
+    int bad_peer;
+    uint64_t sig;           /* the call's signature (sig.h) and number, as posted */
+    uint64_t callno;
+    uint64_t word;          /* ofl_sig_word of the two; 0: not checked */
     int ring;               /* ring the peers' doorbells after bumps (call.ring) */
     uint64_t base_in[OFL_PROG_MAX_PEERS][OFL_CHANNELS];
     uint64_t base_out[OFL_PROG_MAX_PEERS][OFL_CHANNELS];
@@ -60,7 +65,12 @@ typedef struct {
     int ring;               /* wake peers' parked executors on arrival (nic ring op);
                                every rank of one call must agree only on the result,
                                not on this */
+    uint64_t sig;           /* what every rank must agree on (sig.h), stamped into the
+                               call's first item of every stream and checked there */
+    uint64_t callno;        /* the call's number on the communicator, 1, 2, ...; 0:
+                               no signature check */
 } ofl_call_t;
+
 
 /* Prepare inst to run prog for this call and advance the edge sequences past it.
  * A call of zero bytes still runs one (empty) segment: that is a barrier. */
@@ -85,7 +95,8 @@ typedef enum {
     OFL_WAIT_OK = 0,
     OFL_WAIT_PEER_DEAD,
     OFL_WAIT_TIMEOUT,
-    OFL_WAIT_FAILED         /* inst->error says why */
+    OFL_WAIT_FAILED,        /* inst->error says why */
+    OFL_WAIT_MISMATCH       /* the ranks made different calls (*peer: one that differs) */
 } ofl_wait_status_t;
 
 typedef struct {
@@ -106,7 +117,14 @@ typedef struct {
 ofl_wait_status_t ofl_engine_check(ofl_inst_t *inst, double waited_s, double timeout_s,
                                    int *peer);
 
-/* Drive inst to completion. On PEER_DEAD/TIMEOUT, *peer is the peer waited for. */
+/* Has a rank of the communicator found that the ranks' calls differ (the NIC's
+ * mismatch report), or does a peer's record of call `callno` (0: do not look)
+ * differ from `sig`? Then 1 (reporting it on the NIC if this rank found it),
+ * *peer a rank whose call differs from this rank's, or from the finder's. */
+int ofl_sig_check(ofl_nic_t *nic, uint64_t sig, uint64_t callno, int *peer);
+
+/* Drive inst to completion. On PEER_DEAD/TIMEOUT, *peer is the peer waited for;
+ * on MISMATCH a peer whose call differs. */
 ofl_wait_status_t ofl_engine_wait(ofl_inst_t *inst, const ofl_wait_opts_t *opts, int *peer);
 
 /* The wait itself, for anything that polls: poll(ctx) > 0 done, 0 not yet, < 0

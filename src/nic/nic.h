@@ -55,18 +55,44 @@ typedef struct {
     void (*ring)(ofl_nic_t *nic, int peer);
     /* The board (optional, NULL when absent; see board.h): per rank and call
      * parity, a few cache lines that only the rank writes and every peer reads,
-     * each carrying OFL_BOARD_LINE_BYTES of payload and the sequence number of
-     * the call that wrote it — a small payload and its counter in one line, no
-     * credit: the calls' own order tells when a line may be reused. board_post
-     * publishes my `len` bytes for call `seq` (release); board_read returns
-     * peer's payload of call `seq` once every line of it carries `seq`
-     * (acquire) in *data, contiguous (copied into `tmp` when it spans lines), and
-     * 1; 0 while a line still carries an older call; -EPROTO when a line
-     * carries a later call than `seq` (no correct peer can be ahead: it
-     * rewrites a line only after every reader finished the call before). */
-    void (*board_post)(ofl_nic_t *nic, uint64_t seq, const void *data, uint64_t len);
-    int (*board_read)(ofl_nic_t *nic, int peer, uint64_t seq, uint64_t len, void *tmp,
-                      const void **data);
+     * each carrying OFL_BOARD_LINE_BYTES of payload and a word made of the
+     * sequence number of the call that wrote it and the call's folded signature
+     * (`tag`, OFL_SIG_BOARD_BITS bits, sig.h) — a small payload, its counter and
+     * what the call was in one line, no credit: the calls' own order tells when a
+     * line may be reused. board_post publishes my `len` bytes for call `seq`
+     * (release); board_read looks at peer's lines of call `seq`: 1 once every line
+     * carries seq and `tag` (acquire; *data the payload, contiguous, copied into
+     * `tmp` when it spans lines); 0 while some line still carries an older call;
+     * OFL_EMISMATCH when the peer's first line (written first) carries seq with
+     * another tag: it made a different call; -EPROTO when a line carries a later
+     * call than `seq` (no correct peer can be ahead: it rewrites a line only after
+     * every reader finished the call before). */
+    void (*board_post)(ofl_nic_t *nic, uint64_t seq, uint64_t tag, const void *data,
+                       uint64_t len);
+    int (*board_read)(ofl_nic_t *nic, int peer, uint64_t seq, uint64_t tag, uint64_t len,
+                      void *tmp, const void **data);
+    /* Call signatures (optional, NULL when absent; sig.h). stamp writes `word`
+     * beside the DATA count of the item `item` of stream (me -> peer, chan),
+     * before the bump that publishes it; stamped reads the word of my item `item`
+     * of stream (peer -> me, chan), valid once that item's DATA count has been
+     * seen. */
+    void (*stamp)(ofl_nic_t *nic, int peer, int chan, uint64_t item, uint64_t word);
+    uint64_t (*stamped)(ofl_nic_t *nic, int peer, int chan, uint64_t item);
+    /* A rank's call record: every collective call on the communicator, offloaded
+     * or not, records (call number, signature) in a small ring of lines only
+     * that rank writes, before it waits for anybody. record writes mine for call
+     * `callno` (release); recorded looks where peer records call `callno` and
+     * returns the number of the call recorded there: `callno` (its signature in
+     * *sig), a smaller one (peer has not reached the call yet; 0 also while the
+     * record is being rewritten), or a larger one (peer is that far ahead). */
+    void (*record)(ofl_nic_t *nic, uint64_t callno, uint64_t sig);
+    uint64_t (*recorded)(ofl_nic_t *nic, int peer, uint64_t callno, uint64_t *sig);
+    /* A mismatch found by any rank, kept where every rank looks when a wait goes
+     * on too long (as poison): the two ranks whose calls differed and both full
+     * signatures. The first report stands. mismatched returns 1 and fills the
+     * outputs once one is set. */
+    void (*mismatch)(ofl_nic_t *nic, int a, uint64_t sig_a, int b, uint64_t sig_b);
+    int (*mismatched)(ofl_nic_t *nic, int *a, uint64_t *sig_a, int *b, uint64_t *sig_b);
 } ofl_nic_ops_t;
 
 /* Validation. Whatever a backend reads from memory that another process writes
@@ -81,6 +107,10 @@ typedef struct {
  *   board     a line's call number never ahead of the call being read.
  * A corrupt value makes the call fail (-EPROTO), as a failed read does. */
 #define OFL_NIC_CORRUPT (-2)
+
+/* What a reader of a peer's board line or stamped item returns, and a call's
+ * error, when the peer's call differs from ours (another signature, sig.h). */
+#define OFL_EMISMATCH (-100000)
 
 /* Payload bytes per board line (a 64-byte line less its sequence number), and
  * the most lines a board payload may span. */

@@ -20,14 +20,17 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "engine/sig.h"
 #include "sched/program.h"
 
 #define LINE 64
 #define STAMP 16   /* bytes before a slot's payload: keeps payload 16-byte aligned */
-#define SOFTNIC_MAGIC 0x6f666c736e696332ull /* "oflsnic2" */
+#define SOFTNIC_MAGIC 0x6f666c736e696333ull /* "oflsnic3" */
 #define BOARD_LINES OFL_BOARD_MAX_LINES  /* per rank and call parity */
 #define OFL_LIKELY(x) __builtin_expect(!!(x), 1)
 #define OFL_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define RECORDS OFL_SOFTNIC_RECORDS
+#define BOARD_SEQ_SHIFT OFL_SIG_BOARD_BITS
 
 typedef ofl_softnic_hdr_t softnic_hdr_t;
 
@@ -42,12 +45,14 @@ static uint64_t page_bytes(void)
     return page > 0 ? (uint64_t) page : 4096;
 }
 
-/* Header, bells, counters and board: everything before the mailboxes. */
-static uint64_t fixed_bytes(int size, uint64_t *bells, uint64_t *counters, uint64_t *board)
+/* Header, bells, call records, counters and board: everything before the mailboxes. */
+static uint64_t fixed_bytes(int size, uint64_t *bells, uint64_t *records, uint64_t *counters,
+                            uint64_t *board)
 {
     uint64_t page = page_bytes();
     *bells = round_up(sizeof(softnic_hdr_t) + sizeof(int32_t) * (size_t) size, LINE);
-    *counters = round_up(*bells + (uint64_t) size * LINE, page);
+    *records = *bells + (uint64_t) size * LINE;
+    *counters = round_up(*records + (uint64_t) size * RECORDS * 16, page);
     *board = *counters + (uint64_t) size * (uint64_t) size * OFL_CHANNELS * LINE;
     return round_up(*board + (uint64_t) size * 2 * BOARD_LINES * LINE, page);
 }
@@ -60,7 +65,8 @@ static void geometry(ofl_softnic_t *nic, int size, int slots, size_t segsize)
     nic->base.board_bytes = BOARD_LINES * OFL_BOARD_LINE_BYTES;
     nic->slot_stride = round_up(STAMP + nic->base.slot_bytes, LINE);
     nic->stream_stride = round_up((uint64_t) slots * nic->slot_stride, page_bytes());
-    nic->off_mbox = fixed_bytes(size, &nic->off_bells, &nic->off_counters, &nic->off_board);
+    nic->off_mbox = fixed_bytes(size, &nic->off_bells, &nic->off_records, &nic->off_counters,
+                                &nic->off_board);
     nic->len = nic->off_mbox
                + (uint64_t) size * (uint64_t) size * OFL_CHANNELS * nic->stream_stride;
 }
@@ -82,11 +88,11 @@ size_t ofl_softnic_share(int size, int slots, int streams, size_t segsize)
 
 size_t ofl_softnic_fit(int size, int slots, int streams, size_t budget, size_t max_slot)
 {
-    uint64_t bells, counters, board;
+    uint64_t bells, records, counters, board;
     if (size < 1 || slots < 1) {
         return 0;
     }
-    uint64_t fixed = (fixed_bytes(size, &bells, &counters, &board) + (uint64_t) size - 1)
+    uint64_t fixed = (fixed_bytes(size, &bells, &records, &counters, &board) + (uint64_t) size - 1)
                      / (uint64_t) size;
     uint64_t max = round_up(max_slot ? max_slot : 1, LINE);
     if (streams < 1) {
@@ -321,6 +327,8 @@ static inline uint8_t *board_line(ofl_softnic_t *nic, int rank, uint64_t seq, ui
            + (((uint64_t) rank * 2 + (seq & 1)) * BOARD_LINES + line) * LINE;
 }
 
+/* A line's last word: the call's board number, shifted, and its folded
+ * signature (nic.h). */
 static inline _Atomic uint64_t *board_seq(uint8_t *line)
 {
     return (_Atomic uint64_t *) (line + OFL_BOARD_LINE_BYTES);
@@ -331,9 +339,11 @@ static inline uint64_t board_lines(uint64_t len)
     return len ? (len + OFL_BOARD_LINE_BYTES - 1) / OFL_BOARD_LINE_BYTES : 1;
 }
 
-static void sn_board_post(ofl_nic_t *b, uint64_t seq, const void *data, uint64_t len)
+static void sn_board_post(ofl_nic_t *b, uint64_t seq, uint64_t tag, const void *data,
+                          uint64_t len)
 {
     ofl_softnic_t *nic = (ofl_softnic_t *) b;
+    uint64_t word = (seq << BOARD_SEQ_SHIFT) | tag;
     for (uint64_t l = 0, n = board_lines(len); l < n; ++l) {
         uint8_t *line = board_line(nic, b->rank, seq, l);
         uint64_t at = l * OFL_BOARD_LINE_BYTES;
@@ -341,25 +351,35 @@ static void sn_board_post(ofl_nic_t *b, uint64_t seq, const void *data, uint64_t
             uint64_t chunk = len - at < OFL_BOARD_LINE_BYTES ? len - at : OFL_BOARD_LINE_BYTES;
             memcpy(line, (const uint8_t *) data + at, chunk);
         }
-        atomic_store_explicit(board_seq(line), seq, memory_order_release);
+        atomic_store_explicit(board_seq(line), word, memory_order_release);
     }
 }
 
-static int sn_board_read(ofl_nic_t *b, int peer, uint64_t seq, uint64_t len, void *tmp,
-                         const void **data)
+static int sn_board_read(ofl_nic_t *b, int peer, uint64_t seq, uint64_t tag, uint64_t len,
+                         void *tmp, const void **data)
 {
     ofl_softnic_t *nic = (ofl_softnic_t *) b;
     uint64_t n = board_lines(len);
+    uint64_t word = (seq << BOARD_SEQ_SHIFT) | tag;
     /* The peer rewrites this parity's lines only for call seq + 2, which it
      * cannot start before this rank has posted seq + 1, i.e. finished seq: a
      * line carrying seq holds seq's payload for as long as we read it, and a
-     * line carrying a later number is corrupt. */
-    for (uint64_t l = 0; l < n; ++l) {
-        uint64_t v = atomic_load_explicit(board_seq(board_line(nic, peer, seq, l)),
+     * line carrying a later number is corrupt. Its first line is written first:
+     * carrying this number with another signature, it is a different call. */
+    uint64_t first = atomic_load_explicit(board_seq(board_line(nic, peer, seq, 0)),
                                           memory_order_acquire);
-        if (OFL_UNLIKELY(v != seq)) {
-            return v < seq ? 0 : -EPROTO;
+    if (OFL_LIKELY(first == word)) {
+        for (uint64_t l = 1; l < n; ++l) {
+            uint64_t v = atomic_load_explicit(board_seq(board_line(nic, peer, seq, l)),
+                                              memory_order_acquire);
+            if (OFL_UNLIKELY(v != word)) {
+                /* the same call writes the same word into each of its lines */
+                return (v >> BOARD_SEQ_SHIFT) < seq ? 0 : -EPROTO;
+            }
         }
+    } else {
+        uint64_t at = first >> BOARD_SEQ_SHIFT;
+        return at < seq ? 0 : at > seq ? -EPROTO : OFL_EMISMATCH;
     }
     if (1 == n) {
         *data = board_line(nic, peer, seq, 0);
@@ -371,6 +391,76 @@ static int sn_board_read(ofl_nic_t *b, int peer, uint64_t seq, uint64_t len, voi
         memcpy((uint8_t *) tmp + at, board_line(nic, peer, seq, l), chunk);
     }
     *data = tmp;
+    return 1;
+}
+
+/* The second word of a slot's stamp: the signature word of the call that put
+ * the item (written for the first items of a call; see engine.c). */
+static void sn_stamp(ofl_nic_t *b, int peer, int chan, uint64_t item, uint64_t word)
+{
+    ofl_softnic_t *nic = (ofl_softnic_t *) b;
+    _Atomic uint64_t *w = (_Atomic uint64_t *) (slot_at(nic, peer, b->rank, chan, item) + 8);
+    /* published by the DATA bump's release store that follows */
+    atomic_store_explicit(w, word, memory_order_relaxed);
+}
+
+static uint64_t sn_stamped(ofl_nic_t *b, int peer, int chan, uint64_t item)
+{
+    ofl_softnic_t *nic = (ofl_softnic_t *) b;
+    return atomic_load_explicit((_Atomic uint64_t *) (slot_at(nic, b->rank, peer, chan, item)
+                                                      + 8),
+                                memory_order_relaxed);
+}
+
+static void sn_record(ofl_nic_t *b, uint64_t callno, uint64_t sig)
+{
+    ofl_softnic_record((ofl_softnic_t *) b, callno, sig);
+}
+
+static uint64_t sn_recorded(ofl_nic_t *b, int peer, uint64_t callno, uint64_t *sig)
+{
+    ofl_softnic_record_t *r = ofl_softnic_record_at((ofl_softnic_t *) b, peer, callno);
+    uint64_t n = atomic_load_explicit(&r->callno, memory_order_acquire);
+    if (n != callno) {
+        return n;
+    }
+    uint64_t s = atomic_load_explicit(&r->sig, memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    n = atomic_load_explicit(&r->callno, memory_order_relaxed);
+    if (n == callno) {
+        *sig = s;
+    }
+    return n;
+}
+
+static void sn_mismatch(ofl_nic_t *b, int a, uint64_t sig_a, int peer, uint64_t sig_b)
+{
+    softnic_hdr_t *h = (softnic_hdr_t *) ((ofl_softnic_t *) b)->mem;
+    uint64_t expect = 0;
+    if (!atomic_compare_exchange_strong(&h->mismatch, &expect, UINT64_MAX)) {
+        return;   /* the first report stands */
+    }
+    h->mismatch_sig[0] = sig_a;
+    h->mismatch_sig[1] = sig_b;
+    atomic_store_explicit(&h->mismatch,
+                          ((uint64_t) (uint32_t) (a + 1) << 32) | (uint32_t) (peer + 1),
+                          memory_order_release);
+}
+
+static int sn_mismatched(ofl_nic_t *b, int *a, uint64_t *sig_a, int *peer, uint64_t *sig_b)
+{
+    softnic_hdr_t *h = (softnic_hdr_t *) ((ofl_softnic_t *) b)->mem;
+    uint64_t v = atomic_load_explicit(&h->mismatch, memory_order_acquire);
+    if (0 == v || UINT64_MAX == v) {
+        return 0;
+    }
+    *a = (int) (v >> 32) - 1;
+    *peer = (int) (v & 0xffffffffu) - 1;
+    if (*a < 0 || *a >= b->size || *peer < 0 || *peer >= b->size) {
+        *a = *peer = -1;   /* corrupt: the ranks are only printed, never used */
+    }
+    *sig_a = h->mismatch_sig[0];
+    *sig_b = h->mismatch_sig[1];
     return 1;
 }
 
@@ -426,6 +516,12 @@ static const ofl_nic_ops_t softnic_ops = {
     .ring = sn_ring,
     .board_post = sn_board_post,
     .board_read = sn_board_read,
+    .stamp = sn_stamp,
+    .stamped = sn_stamped,
+    .record = sn_record,
+    .recorded = sn_recorded,
+    .mismatch = sn_mismatch,
+    .mismatched = sn_mismatched,
 };
 
 /* Map the segment behind fd (ours to close); `create`: size and initialise it. */
@@ -537,6 +633,7 @@ static int setup(ofl_softnic_t *nic, const where_t *w, int size, int rank, int s
         h->total = nic->len;
         atomic_store(&h->poison, 0);
         atomic_store(&h->attached, 0);
+        atomic_store(&h->mismatch, 0);
         atomic_store_explicit((_Atomic uint64_t *) &h->magic, SOFTNIC_MAGIC,
                               memory_order_release);
     } else if (SOFTNIC_MAGIC

@@ -3,10 +3,12 @@
  * segment per communicator (all ranks on one node).
  *
  * Layout (every offset a multiple of 64 bytes):
- *   header     magic, geometry, the pid of every rank, the poison word, and (named
- *              segments) how many ranks have attached
+ *   header     magic, geometry, the pid of every rank, the poison word, (named
+ *              segments) how many ranks have attached, and the mismatch report
  *   bells      [rank] one cache line each: a futex word and an "armed" flag,
  *              set by the rank's executor while it sleeps waiting for arrivals
+ *   records    [rank][16] call records (call number, signature; nic.h), four
+ *              lines per rank, written only by that rank
  *   counters   [owner][feeder][chan] one cache line each: the CREDIT counter,
  *              written only by the feeder, read only by the owner
  *   board      [rank][call parity][4 lines]: written only by rank, read by all;
@@ -18,7 +20,8 @@
  *              used costs at most its pages. Each slot
  *              starts with a 16-byte stamp: the DATA counter of the edge as of
  *              the item in that slot, so a small item and its CP count arrive in
- *              one cache line (one transfer instead of two)
+ *              one cache line (one transfer instead of two), then the signature
+ *              word of the call that put it (sig.h)
  * Reading a CREDIT counter costs a cache-line transfer, so each rank keeps the
  * last value it saw per peer and reads the shared line only when that value is
  * not enough.
@@ -43,6 +46,10 @@ typedef struct {
     uint64_t total;
     _Atomic int32_t poison;   /* dead (or failed) rank + 1, 0 while healthy */
     _Atomic uint32_t attached; /* named segments: ranks attached so far, creator aside */
+    /* An argument mismatch (nic.h): 0 none, UINT64_MAX being written, else
+     * (a + 1) << 32 | (b + 1) with both ranks' signatures below */
+    _Atomic uint64_t mismatch;
+    uint64_t mismatch_sig[2];
     int32_t pid[];            /* [size] */
 } ofl_softnic_hdr_t;
 
@@ -51,6 +58,7 @@ typedef struct {
     uint8_t *mem;
     size_t len;
     uint64_t off_bells;
+    uint64_t off_records;
     uint64_t off_counters;
     uint64_t off_board;
     uint64_t off_mbox;
@@ -63,6 +71,35 @@ typedef struct {
     uint64_t *credit_given;    /* items of the peer's stream consumed (CREDIT bumps) */
     int32_t *pid;              /* [size] the ranks' pids once sealed, else NULL */
 } ofl_softnic_t;
+
+/* Call records per rank (four lines): a peer that runs further ahead than this
+ * cannot be compared any more. */
+#define OFL_SOFTNIC_RECORDS 16
+
+/* A call record: the call number (0 while being rewritten) and the signature. */
+typedef struct {
+    _Atomic uint64_t callno;
+    _Atomic uint64_t sig;
+} ofl_softnic_record_t;
+
+static inline ofl_softnic_record_t *ofl_softnic_record_at(ofl_softnic_t *nic, int rank,
+                                                          uint64_t callno)
+{
+    return (ofl_softnic_record_t *) (nic->mem + nic->off_records)
+           + (uint64_t) rank * OFL_SOFTNIC_RECORDS + (callno & (OFL_SOFTNIC_RECORDS - 1));
+}
+
+/* The record op of nic.h, inline: every collective call makes one. */
+static inline void ofl_softnic_record(ofl_softnic_t *nic, uint64_t callno, uint64_t sig)
+{
+    ofl_softnic_record_t *r = ofl_softnic_record_at(nic, nic->base.rank, callno);
+    /* A reader that sees the same number before and after reading the
+     * signature read this call's (a sequence lock with one writer). */
+    atomic_store_explicit(&r->callno, 0, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&r->sig, sig, memory_order_relaxed);
+    atomic_store_explicit(&r->callno, callno, memory_order_release);
+}
 
 /* Bytes of the segment for `size` ranks (address space: the mailboxes of every
  * ordered pair of ranks, most of which no program touches). */

@@ -137,6 +137,7 @@ static inline void fz_world_reset(ofl_softnic_t *nic, int n)
 {
     memset(nic[0].mem + nic[0].off_bells, 0, nic[0].len - nic[0].off_bells);
     atomic_store(&((ofl_softnic_hdr_t *) nic[0].mem)->poison, 0);
+    atomic_store(&((ofl_softnic_hdr_t *) nic[0].mem)->mismatch, 0);
     size_t streams = (size_t) n * OFL_CHANNELS;
     for (int r = 0; r < n; ++r) {
         memset(nic[r].credit_seen, 0, streams * sizeof(uint64_t));

@@ -6,11 +6,12 @@
  *
  * Oracles: no out-of-bounds access or undefined behaviour; each board_read's
  * answer is the one nic.h gives for the lines in memory (the payload once
- * every line carries the call's number, not yet while one carries an older
- * one, -EPROTO at the first that carries a later one); a call that completes
- * holds the sum of rank 0's payload and the bytes rank 1's lines carried; a
- * corrupt line fails the call, which says -EPROTO, and so does its health
- * check.
+ * every line carries the call's number and signature, not yet while one
+ * carries an older number, OFL_EMISMATCH when the first carries the number
+ * with another signature, -EPROTO at the first that carries a later number);
+ * a call that completes holds the sum of rank 0's payload and the bytes rank
+ * 1's lines carried; a corrupt line fails the call, which says -EPROTO (a
+ * differing signature: OFL_EMISMATCH), and so does its health check.
  */
 #include "engine/board.h"
 #include "fuzz.h"
@@ -37,21 +38,27 @@ static volatile uint64_t *seq_of(int rank, uint64_t seq, int l)
 
 static int corrupt_seen;   /* a read said -EPROTO during this progress call */
 
-static int checked_read(ofl_nic_t *b, int peer, uint64_t seq, uint64_t len, void *tmp,
-                        const void **data)
+static int checked_read(ofl_nic_t *b, int peer, uint64_t seq, uint64_t tag, uint64_t len,
+                        void *tmp, const void **data)
 {
     int lines = len ? (int) ((len + OFL_BOARD_LINE_BYTES - 1) / OFL_BOARD_LINE_BYTES) : 1;
+    uint64_t word = (seq << OFL_SIG_BOARD_BITS) | tag;
+    uint64_t first = *seq_of(peer, seq, 0);
     int expect = 1;
-    for (int l = 0; l < lines && 1 == expect; ++l) {
+    if (first != word) {
+        uint64_t at = first >> OFL_SIG_BOARD_BITS;
+        expect = at < seq ? 0 : at > seq ? -EPROTO : OFL_EMISMATCH;
+    }
+    for (int l = 1; l < lines && 1 == expect; ++l) {
         uint64_t v = *seq_of(peer, seq, l);
-        expect = v == seq ? 1 : v < seq ? 0 : -EPROTO;
+        expect = v == word ? 1 : (v >> OFL_SIG_BOARD_BITS) < seq ? 0 : -EPROTO;
     }
     uint8_t copy[LINES * OFL_BOARD_LINE_BYTES];
     for (uint64_t i = 0; i < len; ++i) {
         copy[i] = line_of(peer, seq, (int) (i / OFL_BOARD_LINE_BYTES))[i % OFL_BOARD_LINE_BYTES];
     }
     const void *got = NULL;
-    int rc = soft->board_read(b, peer, seq, len, tmp, &got);
+    int rc = soft->board_read(b, peer, seq, tag, len, tmp, &got);
     FZ_ASSERT(rc == expect, "rank %d's board for call %llu: %d, rules say %d", peer,
               (unsigned long long) seq, rc, expect);
     if (1 == rc) {
@@ -116,10 +123,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FZ_ASSERT(rc >= -1 && rc <= 1, "progress %d", rc);
             FZ_ASSERT(!corrupt_seen || -1 == rc, "a corrupt line did not fail the call");
             if (rc < 0) {
-                FZ_ASSERT(-EPROTO == c.error, "failed call: %d", c.error);
+                FZ_ASSERT(-EPROTO == c.error || OFL_EMISMATCH == c.error, "failed call: %d",
+                          c.error);
                 int peer = -7;
-                FZ_ASSERT(OFL_WAIT_FAILED == ofl_board_check(&c, 0.0, 0.0, &peer),
-                          "the check of a failed call says otherwise");
+                ofl_wait_status_t st = ofl_board_check(&c, 0.0, 0.0, &peer);
+                FZ_ASSERT(OFL_EMISMATCH == c.error ? OFL_WAIT_MISMATCH == st
+                                                   : OFL_WAIT_FAILED == st,
+                          "the check of a failed call says otherwise: %d", (int) st);
                 goto done;
             }
             if (rc > 0) {
@@ -136,8 +146,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             break;
         }
-        case 1:     /* rank 1 posts a line: the right number for it, or near */
-            *seq_of(1, parity, l) = fz_near(&in, seq + (parity != (seq & 1)));
+        case 1:     /* rank 1 posts a line: the right number for it, or near, with
+                     * the signature of rank 0's calls (0) or another */
+            *seq_of(1, parity, l) = (fz_near(&in, seq + (parity != (seq & 1)))
+                                     << OFL_SIG_BOARD_BITS)
+                                    | (uint64_t) ((op >> 6) & 1);
             break;
         case 2:     /* rank 1 writes payload bytes */
             line_of(1, parity, l)[fz_u8(&in) % OFL_BOARD_LINE_BYTES] = fz_u8(&in);
@@ -147,7 +160,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             for (size_t i = 0; i < count; ++i) {
                 mine[i] = fz_u8(&in);
             }
-            soft->board_post(&nic[1].base, seq, mine, count);
+            soft->board_post(&nic[1].base, seq, 0, mine, count);
             break;
         }
         }

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/sig.h"
 #include "nic/softnic.h"
 
 #define LINE 64
@@ -61,7 +62,9 @@ static volatile uint64_t *board_seq(uint8_t *seg, int rank, uint64_t seq)
     const ofl_softnic_hdr_t *h = (const ofl_softnic_hdr_t *) seg;
     uint64_t size = h->size;
     uint64_t bells = round_up(sizeof(ofl_softnic_hdr_t) + sizeof(int32_t) * size, LINE);
-    uint64_t counters = round_up(bells + size * LINE, 4096);
+    uint64_t records = bells + size * LINE;
+    uint64_t counters
+        = round_up(records + size * OFL_SOFTNIC_RECORDS * sizeof(ofl_softnic_record_t), 4096);
     uint64_t board = counters + size * size * 2 * LINE;
     uint64_t line = ((uint64_t) rank * 2 + (seq & 1)) * 4;
     return (volatile uint64_t *) (seg + board + line * LINE + 56);
@@ -95,7 +98,8 @@ int main(int argc, char **argv)
         } else if (0 == strcmp(mode, "poison")) {
             atomic_store(&((ofl_softnic_hdr_t *) seg)->poison, 1001);
         } else {
-            *board_seq(seg, rank, 2) = 4;   /* call 2's line says call 4 */
+            /* call 2's line says call 4 (the number above the signature's bits) */
+            *board_seq(seg, rank, 2) = (uint64_t) 4 << OFL_SIG_BOARD_BITS;
         }
         for (int r = 0; r < size; ++r) {
             if (r != victim) {

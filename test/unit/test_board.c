@@ -8,6 +8,12 @@
  *   faults    a rank that never comes (watchdog names it), a poisoned
  *             communicator, a forked peer that exits (named dead)
  *   fits      sizes and backends the board refuses
+ *   mismatch  a peer whose board call carries another signature (a different
+ *             op, a payload of more lines): the call fails before combining
+ *             anything, naming that peer, and the NIC's report holds both ranks
+ *             and signatures; call records compare calls that take different
+ *             paths (ofl_sig_check), and a peer that has not recorded the call
+ *             yet, or is past it, is no mismatch
  */
 #include <pthread.h>
 #include <signal.h>
@@ -257,7 +263,7 @@ static void test_faults(void)
     }
     /* Rank 1 has posted, rank 2 never comes: the watchdog ends rank 0's wait
      * naming rank 2. */
-    w.nic[1].base.ops->board_post(&w.nic[1].base, 1, NULL, 0);
+    w.nic[1].base.ops->board_post(&w.nic[1].base, 1, 0, NULL, 0);
     ofl_wait_opts_t o = opts;
     o.timeout_s = 0.2;
     int peer = -1;
@@ -316,11 +322,90 @@ static void test_fits(void)
     world_close(&w);
 }
 
+/* ---- signatures ------------------------------------------------------------- */
+
+static void test_mismatch(void)
+{
+    world_t w;
+    if (0 != world_open(&w, 2)) {
+        return;
+    }
+    ofl_nic_t *a = &w.nic[0].base, *b = &w.nic[1].base;
+    /* allreduce of 2 int32: rank 0 sums, rank 1 takes the maximum */
+    uint64_t sum = ofl_sig_make(OFL_COLL_ALLREDUCE, 3, 7, -1, 8);
+    uint64_t max = ofl_sig_make(OFL_COLL_ALLREDUCE, 4, 7, -1, 8);
+    CHECK(ofl_sig_fold(sum, OFL_SIG_BOARD_BITS) != ofl_sig_fold(max, OFL_SIG_BOARD_BITS),
+          "the folds of two ops differ");
+    char what[64];
+    ofl_sig_describe(sum, max, what, sizeof(what));
+    CHECK(0 == strcmp(what, "op"), "describe: '%s'", what);
+    uint32_t va[2] = { 1, 2 }, vb[2] = { 3, 4 }, ra[2] = { 77, 77 }, rb[2] = { 77, 77 };
+    ofl_board_call_t ca, cb;
+    a->ops->record(a, 1, sum);
+    b->ops->record(b, 1, max);
+    ofl_board_prepare(&ca, a, 1, va, ra, 2, 4, ofl_alu_lookup(OFL_OP_SUM, OFL_T_UINT32));
+    ofl_board_sign(&ca, sum, 1);
+    ofl_board_prepare(&cb, b, 1, vb, rb, 2, 4, ofl_alu_lookup(OFL_OP_MAX, OFL_T_UINT32));
+    ofl_board_sign(&cb, max, 1);
+    int da = ofl_board_progress(&ca), db = ofl_board_progress(&cb);
+    if (0 == da) {
+        da = ofl_board_progress(&ca);
+    }
+    CHECK(-1 == da && -1 == db && OFL_EMISMATCH == ca.error && OFL_EMISMATCH == cb.error
+              && 1 == ca.missing && 0 == cb.missing,
+          "different ops on the board: %d (peer %d), %d (peer %d)", da, ca.missing, db,
+          cb.missing);
+    CHECK(77 == ra[0] && 77 == ra[1] && 77 == rb[0] && 77 == rb[1],
+          "nothing combined into recv: %u %u / %u %u", ra[0], ra[1], rb[0], rb[1]);
+    int x = -1, y = -1;
+    uint64_t sx = 0, sy = 0;
+    CHECK(1 == b->ops->mismatched(b, &x, &sx, &y, &sy) && ((0 == x && 1 == y && sum == sx
+                                                            && max == sy)
+                                                           || (1 == x && 0 == y && max == sx
+                                                               && sum == sy)),
+          "the NIC's report: ranks %d %d", x, y);
+    int peer = -1;
+    CHECK(1 == ofl_sig_check(a, sum, 1, &peer) && 1 == peer, "a reported mismatch: peer %d",
+          peer);
+    world_close(&w);
+
+    /* Call records: the same call, a call not reached yet, a peer ahead. */
+    if (0 != world_open(&w, 3)) {
+        return;
+    }
+    a = &w.nic[0].base;
+    b = &w.nic[1].base;
+    ofl_nic_t *c = &w.nic[2].base;
+    uint64_t bc = ofl_sig_make(OFL_COLL_BCAST, 0, 0, 0, 4096);
+    uint64_t bc1 = ofl_sig_make(OFL_COLL_BCAST, 0, 0, 1, 4096);
+    for (uint64_t n = 1; n <= 3; ++n) {
+        a->ops->record(a, n, bc);
+        b->ops->record(b, n, bc);
+    }
+    c->ops->record(c, 1, bc);
+    uint64_t got = 0;
+    CHECK(3 == a->ops->recorded(a, 1, 3, &got) && bc == got, "record 3 of rank 1");
+    CHECK(3 > a->ops->recorded(a, 2, 3, &got), "rank 2 has not reached call 3");
+    peer = -1;
+    CHECK(0 == ofl_sig_check(a, bc, 3, &peer), "a late peer is no mismatch");
+    for (uint64_t n = 2; n <= 40; ++n) {
+        c->ops->record(c, n, bc);
+    }
+    CHECK(0 == ofl_sig_check(a, bc, 3, &peer), "a peer far ahead is no mismatch");
+    b->ops->record(b, 4, bc1);   /* rank 1 names another root in call 4 */
+    CHECK(1 == ofl_sig_check(a, bc, 4, &peer) && 1 == peer, "root differs: peer %d", peer);
+    CHECK(1 == c->ops->mismatched(c, &x, &sx, &y, &sy) && 0 == x && 1 == y && bc == sx
+              && bc1 == sy,
+          "reported to all: ranks %d %d", x, y);
+    world_close(&w);
+}
+
 int main(void)
 {
     test_results();
     test_spanning();
     test_faults();
     test_fits();
+    test_mismatch();
     return unit_report("test_board");
 }
