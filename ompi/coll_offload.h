@@ -19,6 +19,9 @@
 #include "engine/agent.h"
 #include "engine/board.h"
 #include "engine/engine.h"
+#include "engine/sig.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/op/op.h"
 #include "nic/softnic.h"
 #include "sched/policy.h"
 #include "sched/sched.h"
@@ -59,6 +62,8 @@ typedef struct {
     char *ofi_fabric;                   /* "" : the provider's first non-loopback one */
     int ofi_native;                     /* leaders' calls as triggered operations */
     char *inject;                       /* tests only: STEP:RANK[:kill],... (see below) */
+    int agree_above;                    /* blocking fallbacks the policy chose wait for
+                                           the call records above this many bytes */
 } mca_coll_offload_params_t;
 
 /* Steps of the set-up (and the staging of a bcast) where coll_offload_inject can
@@ -115,7 +120,9 @@ OMPI_MODULE_DECLSPEC extern mca_coll_offload_component_t mca_coll_offload_compon
 typedef enum {
     OFL_MOD_UNSET = 0,   /* nothing built yet: the first offloaded call sets up */
     OFL_MOD_READY,
-    OFL_MOD_DISABLED     /* set-up failed on some rank, or a fault: all falls back */
+    OFL_MOD_DISABLED,    /* set-up failed on some rank, or a fault: all falls back */
+    OFL_MOD_BROKEN       /* the ranks made different calls (an erroneous program):
+                            every later collective call fails, nothing moves */
 } ofl_mod_state_t;
 
 typedef struct {
@@ -171,6 +178,8 @@ typedef struct {
     ofl_alu_fn map_fn;
     size_t map_elem;
     uint64_t board_seq;       /* board calls so far (the same count on every rank) */
+    uint64_t calls;           /* collective calls since set-up, offloaded or not (the
+                                 same count on every rank): call records (nic.h) */
     ofl_inst_t inst;          /* the blocking call in flight */
     void *pack;               /* staging for non-contiguous bcast layouts; grows only */
     size_t pack_bytes;
@@ -354,6 +363,50 @@ void mca_coll_offload_report(mca_coll_offload_module_t *m, const char *what,
  * the call. */
 int mca_coll_offload_fail_here(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
                                const char *what, const char *why, int rc);
+/* What every rank of a call must pass alike (engine/sig.h). */
+static inline uint64_t mca_coll_offload_sig(ofl_coll_t coll, struct ompi_datatype_t *dtype,
+                                            struct ompi_op_t *op, int root, size_t bytes)
+{
+    unsigned o = 0, t = 0;
+    if (NULL != op) {
+        o = ompi_op_is_intrinsic(op) ? (unsigned) op->o_f_to_c_index + 1 : OFL_SIG_OP_USER;
+    }
+    if (NULL != dtype) {
+        t = ompi_datatype_is_predefined(dtype) ? (unsigned) dtype->id + 1 : OFL_SIG_TYPE_DERIVED;
+    }
+    return ofl_sig_make((unsigned) coll, o, t, root, bytes);
+}
+
+/* The start of every collective call (all kinds, offloaded or not): on a
+ * communicator whose NIC is set up, number the call and record its signature
+ * where the peers can compare it, before waiting for anybody. Returns the
+ * call's number (0 without a NIC), or -1 when the communicator is broken by an
+ * earlier mismatch (the call must fail). */
+static inline int64_t mca_coll_offload_begin(mca_coll_offload_module_t *m, uint64_t sig)
+{
+    ofl_mod_state_t st = __atomic_load_n(&m->state, __ATOMIC_RELAXED);
+    if (OPAL_LIKELY(OFL_MOD_READY == st)) {
+        uint64_t n = ++m->calls;
+        ofl_softnic_record(&m->nic, n, sig);
+        return (int64_t) n;
+    }
+    return OFL_MOD_BROKEN == st ? -1 : 0;
+}
+
+/* A call on a broken communicator: say so, once per call. */
+int mca_coll_offload_refuse(mca_coll_offload_module_t *m, const char *what,
+                            struct ompi_communicator_t *comm);
+
+/* A blocking call of `bytes` handed to the fallback (for `reason`, OFL_R_*) as
+ * call `callno` (from begin): wait until every peer has recorded the same call (a
+ * peer that offloads it would otherwise wait for us for ever while we wait in the
+ * fallback for it) — unless the size policy chose the fallback for a call of at
+ * most coll_offload_agree_above bytes: then only a mismatch already reported on
+ * the communicator ends it. MPI_SUCCESS, or the error to return. */
+int mca_coll_offload_agree(mca_coll_offload_module_t *m, const char *what, uint64_t sig,
+                           int64_t callno, int reason, size_t bytes,
+                           struct ompi_communicator_t *comm);
+
 /* Pack (root) or unpack a non-contiguous bcast buffer through `stage`. */
 int mca_coll_offload_stage(void *stage, void *buf, int count, struct ompi_datatype_t *dtype,
                            size_t bytes, int pack);

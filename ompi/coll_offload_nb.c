@@ -54,6 +54,12 @@ typedef enum {
     REQ_BLOCKING     /* a blocking call queued behind nonblocking ones */
 } req_kind_t;
 
+/* The peer of a request's failure that was refused at its start: its
+ * communicator is broken by an earlier mismatch. */
+#define REFUSED (-2)
+
+#define STUCK_AT_INIT 2
+
 /* Who finishes a running request: the completer, or MPI_Request_free first. */
 enum {
     CLAIM_NONE = 0,
@@ -87,6 +93,7 @@ typedef struct mca_coll_offload_req {
     /* What every MPI_Start posts again (persistent). */
     const ofl_program_t *prog;
     ofl_call_t call;
+    uint64_t sig;             /* a persistent request's signature, recorded at each start */
     /* Non-contiguous bcast: the root packs at post, the others unpack when
      * the request completes (in an application thread). */
     int staged;
@@ -103,7 +110,8 @@ typedef struct mca_coll_offload_req {
      * then. `stuck`: that decision (or a NIC that failed) keeps the fallback
      * for good. */
     ompi_request_t *inner;
-    int stuck;
+    int stuck;                /* 1, or STUCK_AT_INIT: fell back when it was made (counted
+                                 then), wrapped only so that its starts are recorded */
     const void *d_sbuf;
     void *d_rbuf;
     int d_count;
@@ -204,6 +212,7 @@ static inline void inst_post(mca_coll_offload_module_t *m, mca_coll_offload_req_
     if (r->board) {
         ofl_board_prepare(&r->bc, &m->nic.base, ++m->board_seq, call->send, call->recv,
                           call->count, call->elem, call->fn);
+        ofl_board_sign(&r->bc, call->sig, call->callno);
     } else {
         ofl_engine_post(&r->inst, prog, &m->nic.base, &m->edges, call);
     }
@@ -295,8 +304,13 @@ static void check_head(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r)
     if (OFL_WAIT_OK == st) {
         return;
     }
+    if (OFL_WAIT_FAILED == st && !r->board && OFL_EMISMATCH == r->inst.error) {
+        st = OFL_WAIT_MISMATCH;
+        peer = r->inst.bad_peer;
+    }
     /* The NIC state is now mid-call: this instance and all behind it fail, and
-     * later calls on the communicator go to the fallback. */
+     * later calls on the communicator go to the fallback (or, after a
+     * mismatch, fail too). */
     int who;
     m->fail_peer = peer;
     m->fail_cnt = OFL_CNT_DATA * OFL_CHANNELS;
@@ -311,7 +325,8 @@ static void check_head(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r)
     }
     m->fail_status = st;
     m->failed = 1;
-    __atomic_store_n(&m->state, OFL_MOD_DISABLED, __ATOMIC_RELAXED);
+    __atomic_store_n(&m->state, OFL_WAIT_MISMATCH == st ? OFL_MOD_BROKEN : OFL_MOD_DISABLED,
+                     __ATOMIC_RELAXED);
 }
 
 static int module_progress(ofl_agent_item_t *item)
@@ -357,17 +372,20 @@ static int module_progress(ofl_agent_item_t *item)
         uint64_t before = inst_mark(r);
         int done = inst_progress(r);
         if (OPAL_UNLIKELY(done < 0)) {
-            /* A read of a peer's memory failed or a peer's value is corrupt:
-             * this call cannot complete, and the NIC state is mid-call, as for
-             * a dead peer. */
-            m->fail_status = OFL_WAIT_FAILED;
-            m->fail_error = r->board ? r->bc.error : r->inst.error;
-            m->fail_peer = -1;
+            /* A read of a peer's memory failed, a peer's value is corrupt, or
+             * a peer's call differs: this call cannot complete, and the NIC
+             * state is mid-call, as for a dead peer. */
+            int error = r->board ? r->bc.error : r->inst.error;
+            int mismatch = OFL_EMISMATCH == error;
+            m->fail_status = mismatch ? OFL_WAIT_MISMATCH : OFL_WAIT_FAILED;
+            m->fail_error = mismatch ? 0 : error;
+            m->fail_peer = !mismatch ? -1 : r->board ? r->bc.missing : r->inst.bad_peer;
             m->fail_cnt = 0;
             m->fail_have = 0;
             m->fail_need = 0;
             m->failed = 1;
-            __atomic_store_n(&m->state, OFL_MOD_DISABLED, __ATOMIC_RELAXED);
+            __atomic_store_n(&m->state, mismatch ? OFL_MOD_BROKEN : OFL_MOD_DISABLED,
+                             __ATOMIC_RELAXED);
             continue;
         }
         if (done) {
@@ -697,6 +715,7 @@ static void board_first(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r,
     } else {
         /* a persistent request's board call, prepared when it was made */
         ofl_board_rearm(&r->bc, ++m->board_seq);
+        ofl_board_sign(&r->bc, r->call.sig, r->call.callno);
     }
     int done = inst_progress(r);
     for (unsigned k = 0; 0 == done && k < start_polls; ++k) {
@@ -888,6 +907,7 @@ static int make_request(mca_coll_offload_module_t *m, struct ompi_communicator_t
     r->prog = prog;
     r->board = board;
     r->call = *call;
+    r->sig = call->sig;
     if (board && REQ_PERSISTENT == kind) {
         ofl_board_prepare(&r->bc, &m->nic.base, 0, call->send, call->recv, call->count,
                           call->elem, call->fn);
@@ -920,8 +940,12 @@ static void complete(mca_coll_offload_req_t *r, int signal)
 {
     ompi_request_t *q = &r->super.super;
     mca_coll_offload_module_t *m = r->module;
-    if (OPAL_UNLIKELY(OFL_WAIT_OK != r->status)) {
-        q->req_status.MPI_ERROR = MPI_ERR_OTHER;
+    if (OPAL_UNLIKELY(OFL_WAIT_MISMATCH == r->status && REFUSED == r->peer)) {
+        q->req_status.MPI_ERROR = mca_coll_offload_refuse(
+            m, REQ_PERSISTENT == r->kind ? p_names[r->coll] : nb_names[r->coll],
+            q->req_mpi_object.comm);
+    } else if (OPAL_UNLIKELY(OFL_WAIT_OK != r->status)) {
+        q->req_status.MPI_ERROR = OFL_WAIT_MISMATCH == r->status ? MPI_ERR_ARG : MPI_ERR_OTHER;
         mca_coll_offload_report(m, REQ_PERSISTENT == r->kind ? p_names[r->coll]
                                                              : nb_names[r->coll],
                                 q->req_mpi_object.comm, r->status, r->peer, r->cnt, r->have,
@@ -1068,6 +1092,15 @@ static int req_start(size_t count, ompi_request_t **requests)
         q->req_complete = REQUEST_PENDING;
         q->req_status.MPI_ERROR = MPI_SUCCESS;
         r->claim = CLAIM_NONE;
+        /* Every start is a call: recorded before anything can wait. */
+        int64_t callno = mca_coll_offload_begin(m, r->sig);
+        if (OPAL_UNLIKELY(callno < 0)) {
+            q->req_state = OMPI_REQUEST_ACTIVE;
+            r->status = OFL_WAIT_MISMATCH;
+            r->peer = REFUSED;
+            complete(r, 1);
+            continue;
+        }
         if (OPAL_UNLIKELY(NULL != r->inner)) {
             int upgraded = 0;
             int rc = deferred_start(r, &upgraded);
@@ -1079,6 +1112,7 @@ static int req_start(size_t count, ompi_request_t **requests)
                 continue;
             }
         }
+        r->call.callno = (uint64_t) callno;
         mca_coll_offload_note_offload(OFL_KIND_PERSISTENT, r->coll,
                                       r->call.count * r->call.elem, q->req_mpi_object.comm);
         if (r->board && OFL_MOD_READY == __atomic_load_n(&m->state, __ATOMIC_RELAXED)
@@ -1180,7 +1214,9 @@ static int deferred_start(mca_coll_offload_req_t *r, int *upgraded)
         r->stuck = 1;
         why = OFL_R_NIC;
     }
-    mca_coll_offload_note(OFL_KIND_PERSISTENT, r->coll, why, bytes, comm);
+    if (STUCK_AT_INIT != r->stuck) {
+        mca_coll_offload_note(OFL_KIND_PERSISTENT, r->coll, why, bytes, comm);
+    }
     q->req_state = OMPI_REQUEST_ACTIVE;
     if (OMPI_REQUEST_NOOP == r->inner->req_type) {
         /* The fallback's request has nothing to run and no start function (libnbc
@@ -1212,6 +1248,10 @@ static int make_deferred(mca_coll_offload_module_t *m, struct ompi_communicator_
     }
     r->inner = inner;
     r->prog = NULL;
+    r->sig = mca_coll_offload_sig(coll, OFL_COLL_BCAST == coll ? NULL : dtype, op,
+                                  OFL_COLL_REDUCE == coll || OFL_COLL_BCAST == coll ? root : -1,
+                                  NULL != dtype && count > 0 ? (size_t) count * dtype->super.size
+                                                             : 0);
     r->d_sbuf = sbuf;
     r->d_rbuf = rbuf;
     r->d_count = count;
@@ -1324,6 +1364,26 @@ void mca_coll_offload_nb_close(void)
 
 /* ---- the entry points ----------------------------------------------------------- */
 
+/* A nonblocking call, offloaded or not, is a call from its start: numbered and
+ * recorded (call.callno), never waited for (a nonblocking start must not wait
+ * for the peers). On a communicator broken by an earlier mismatch it fails at
+ * once: *fallback says offload (nothing goes down) and the error is returned.
+ * Persistent requests are numbered at each start instead. */
+static inline int started(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
+                          req_kind_t kind, ofl_coll_t coll, ofl_call_t *call, int *fallback)
+{
+    if (REQ_NONBLOCKING != kind) {
+        return OMPI_SUCCESS;
+    }
+    int64_t callno = mca_coll_offload_begin(m, call->sig);
+    if (OPAL_UNLIKELY(callno < 0)) {
+        *fallback = OFL_R_OFFLOAD;
+        return mca_coll_offload_refuse(m, nb_names[coll], comm);
+    }
+    call->callno = (uint64_t) callno;
+    return OMPI_SUCCESS;
+}
+
 /* The helpers below set *fallback to the reason when the call goes to the
  * layer below (then nothing was created), 0 when it was offloaded. */
 static int reduction(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
@@ -1334,8 +1394,11 @@ static int reduction(mca_coll_offload_module_t *m, struct ompi_communicator_t *c
     ofl_call_t call = { 0 };
     ofl_alg_t alg;
     *fallback = mca_coll_offload_decide_reduction(m, comm, coll, dtype, op, count, &call, &alg);
-    if (OFL_R_OFFLOAD != *fallback) {
-        return OMPI_SUCCESS;
+    call.sig = mca_coll_offload_sig(coll, dtype, op, OFL_COLL_REDUCE == coll ? root : -1,
+                                    count > 0 ? (size_t) count * dtype->super.size : 0);
+    int rc = started(m, comm, kind, coll, &call, fallback);
+    if (OFL_R_OFFLOAD != *fallback || OMPI_SUCCESS != rc) {
+        return rc;
     }
     if (REQ_NONBLOCKING == kind) {
         mca_coll_offload_note(OFL_KIND_NONBLOCKING, coll, OFL_R_OFFLOAD,
@@ -1360,13 +1423,15 @@ static int bcast(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
     size_t bytes = count > 0 ? (size_t) count * dtype->super.size : 0;
     ofl_alg_t alg;
     *fallback = mca_coll_offload_decide_bcast(m, comm, bytes, &alg);
-    if (OFL_R_OFFLOAD != *fallback) {
-        return OMPI_SUCCESS;
+    ofl_call_t call = { .fn = NULL, .elem = 1, .count = bytes };
+    call.sig = mca_coll_offload_sig(OFL_COLL_BCAST, NULL, NULL, root, bytes);
+    int rc = started(m, comm, kind, OFL_COLL_BCAST, &call, fallback);
+    if (OFL_R_OFFLOAD != *fallback || OMPI_SUCCESS != rc) {
+        return rc;
     }
     if (REQ_NONBLOCKING == kind) {
         mca_coll_offload_note(OFL_KIND_NONBLOCKING, OFL_COLL_BCAST, OFL_R_OFFLOAD, bytes, comm);
     }
-    ofl_call_t call = { .fn = NULL, .elem = 1, .count = bytes };
     const ofl_program_t *prog = mca_coll_offload_program(m, OFL_COLL_BCAST, alg, root);
     call.seg_bytes = mca_coll_offload_segment(prog, bytes);
     /* Only the byte size decides (layouts may differ between ranks): a
@@ -1388,13 +1453,15 @@ static int barrier(mca_coll_offload_module_t *m, struct ompi_communicator_t *com
 {
     ofl_alg_t alg;
     *fallback = mca_coll_offload_decide_barrier(m, comm, &alg);
-    if (OFL_R_OFFLOAD != *fallback) {
-        return OMPI_SUCCESS;
+    ofl_call_t call = { .send = NULL, .recv = NULL, .fn = NULL, .elem = 1, .count = 0 };
+    call.sig = mca_coll_offload_sig(OFL_COLL_BARRIER, NULL, NULL, -1, 0);
+    int rc = started(m, comm, kind, OFL_COLL_BARRIER, &call, fallback);
+    if (OFL_R_OFFLOAD != *fallback || OMPI_SUCCESS != rc) {
+        return rc;
     }
     if (REQ_NONBLOCKING == kind) {
         mca_coll_offload_note(OFL_KIND_NONBLOCKING, OFL_COLL_BARRIER, OFL_R_OFFLOAD, 0, comm);
     }
-    ofl_call_t call = { .send = NULL, .recv = NULL, .fn = NULL, .elem = 1, .count = 0 };
     return make_request(m, comm, kind, OFL_COLL_BARRIER,
                         mca_coll_offload_program(m, OFL_COLL_BARRIER, alg, 0),
                         mca_coll_offload_board_takes(m, alg, 0), &call, NULL, 0, NULL, 0, reuse,
@@ -1490,6 +1557,15 @@ static int persistent_fallback(mca_coll_offload_module_t *m, struct ompi_communi
     }
     fell_back(why, OFL_KIND_PERSISTENT, coll,
               NULL != dtype && count > 0 ? (size_t) count * dtype->super.size : 0, comm);
+    if (OFL_MOD_DISABLED != __atomic_load_n(&m->state, __ATOMIC_RELAXED)) {
+        /* Its starts are calls the peers count and compare (call records):
+         * wrapped like a request made before set-up, for good on the fallback. */
+        rc = make_deferred(m, comm, coll, inner, sbuf, rbuf, count, dtype, op, root, request);
+        if (OMPI_SUCCESS == rc) {
+            ((mca_coll_offload_req_t *) *request)->stuck = STUCK_AT_INIT;
+        }
+        return rc;
+    }
     *request = inner;
     return OMPI_SUCCESS;
 }

@@ -136,7 +136,21 @@ void mca_coll_offload_report(mca_coll_offload_module_t *m, const char *what,
                              int cnt, uint64_t have, int64_t need, int error)
 {
     mca_coll_offload_component_t *c = &mca_coll_offload_component;
-    if (OFL_WAIT_FAILED == st && -EPROTO == error) {
+    if (OFL_WAIT_MISMATCH == st) {
+        int a = m->rank, b = peer;
+        uint64_t sig_a = 0, sig_b = 0;
+        char diff[96] = "arguments";
+        m->nic.base.ops->mismatched(&m->nic.base, &a, &sig_a, &b, &sig_b);
+        if (0 != sig_a && 0 != sig_b) {
+            ofl_sig_describe(sig_a, sig_b, diff, sizeof(diff));
+        }
+        opal_output(0,
+                    "coll:offload: %s on communicator %s (cid %u) rank %d: argument mismatch "
+                    "between ranks %d and %d (%s differ: an erroneous program); returning "
+                    "MPI_ERR_ARG; later collectives on this communicator fail",
+                    what, comm->c_name, comm->c_contextid, m->rank, a < b ? a : b,
+                    a < b ? b : a, diff);
+    } else if (OFL_WAIT_FAILED == st && -EPROTO == error) {
         opal_output(0,
                     "coll:offload: %s on communicator %s (cid %u) rank %d: a value a peer "
                     "wrote into the communicator's NIC (a counter, reference, board line or "
@@ -173,6 +187,123 @@ void mca_coll_offload_report(mca_coll_offload_module_t *m, const char *what,
     }
 }
 
+int mca_coll_offload_refuse(mca_coll_offload_module_t *m, const char *what,
+                            struct ompi_communicator_t *comm)
+{
+    int a = -1, b = -1;
+    uint64_t sig_a, sig_b;
+    m->nic.base.ops->mismatched(&m->nic.base, &a, &sig_a, &b, &sig_b);
+    opal_output(0,
+                "coll:offload: %s on communicator %s (cid %u) rank %d: refused: an earlier "
+                "collective on this communicator had mismatched arguments (ranks %d and %d); "
+                "returning MPI_ERR_OTHER",
+                what, comm->c_name, comm->c_contextid, m->rank, a < b ? a : b, a < b ? b : a);
+    return MPI_ERR_OTHER;
+}
+
+typedef struct {
+    mca_coll_offload_module_t *m;
+    uint64_t sig;
+    uint64_t callno;
+    int next;      /* the lowest peer not known to have recorded the call */
+    int bad;       /* a peer whose record differs */
+} agree_t;
+
+static int agree_poll(void *ctx)
+{
+    agree_t *a = ctx;
+    ofl_nic_t *nic = &a->m->nic.base;
+    for (; a->next < nic->size; ++a->next) {
+        uint64_t theirs = 0;
+        if (a->next == nic->rank) {
+            continue;
+        }
+        uint64_t n = nic->ops->recorded(nic, a->next, a->callno, &theirs);
+        if (n < a->callno) {
+            return 0;
+        }
+        if (n == a->callno && theirs != a->sig) {
+            nic->ops->mismatch(nic, nic->rank, a->sig, a->next, theirs);
+            a->bad = a->next;
+            return -1;
+        }
+    }
+    return 1;
+}
+
+static ofl_wait_status_t agree_check(void *ctx, double waited_s, double timeout_s, int *peer)
+{
+    agree_t *a = ctx;
+    ofl_nic_t *nic = &a->m->nic.base;
+    if (ofl_sig_check(nic, a->sig, a->callno, peer)) {
+        return OFL_WAIT_MISMATCH;
+    }
+    int dead = nic->ops->poisoned(nic);
+    if (dead >= 0) {
+        *peer = dead;
+        return OFL_WAIT_PEER_DEAD;
+    }
+    if (a->next < nic->size && !nic->ops->peer_alive(nic, a->next)) {
+        nic->ops->poison(nic, a->next);
+        *peer = a->next;
+        return OFL_WAIT_PEER_DEAD;
+    }
+    if (timeout_s > 0 && waited_s > timeout_s) {
+        *peer = a->next;
+        return OFL_WAIT_TIMEOUT;
+    }
+    return OFL_WAIT_OK;
+}
+
+int mca_coll_offload_agree(mca_coll_offload_module_t *m, const char *what, uint64_t sig,
+                           int64_t callno, int reason, size_t bytes,
+                           struct ompi_communicator_t *comm)
+{
+    if (callno < 0) {
+        return mca_coll_offload_refuse(m, what, comm);
+    }
+    if (0 == callno) {
+        return MPI_SUCCESS;
+    }
+    int above = mca_coll_offload_component.params.agree_above;
+    if (above < 0 || (R_POLICY == reason && bytes <= (size_t) above)) {
+        int a, b;
+        uint64_t sig_a, sig_b;
+        if (OPAL_UNLIKELY(m->nic.base.ops->mismatched(&m->nic.base, &a, &sig_a, &b, &sig_b))) {
+            /* a peer found one since: this rank's calls are no longer the others' */
+            __atomic_store_n(&m->state, OFL_MOD_BROKEN, __ATOMIC_RELAXED);
+            return mca_coll_offload_refuse(m, what, comm);
+        }
+        return MPI_SUCCESS;
+    }
+    agree_t a = { .m = m, .sig = sig, .callno = (uint64_t) callno, .next = 0, .bad = -1 };
+    int peer = -1;
+    ofl_wait_status_t st = ofl_wait_loop(agree_poll, agree_check, &a, &m->wait_opts, &peer);
+    if (OPAL_LIKELY(OFL_WAIT_OK == st)) {
+        return MPI_SUCCESS;
+    }
+    if (OFL_WAIT_FAILED == st) {
+        st = OFL_WAIT_MISMATCH;
+        peer = a.bad;
+    }
+    __atomic_store_n(&m->state, OFL_WAIT_MISMATCH == st ? OFL_MOD_BROKEN : OFL_MOD_DISABLED,
+                     __ATOMIC_RELAXED);
+    mca_coll_offload_report(m, what, comm, st, peer, OFL_CNT_DATA * OFL_CHANNELS, 0, 0, 0);
+    return OFL_WAIT_MISMATCH == st ? MPI_ERR_ARG : MPI_ERR_OTHER;
+}
+
+/* The end of a blocking call that failed: what the communicator is left with. */
+static inline int failed(mca_coll_offload_module_t *m, ofl_wait_status_t st)
+{
+    if (OFL_WAIT_MISMATCH == st) {
+        __atomic_store_n(&m->state, OFL_MOD_BROKEN, __ATOMIC_RELAXED);
+        return MPI_ERR_ARG;
+    }
+    /* The communicator's NIC state is now mid-call: nothing more runs on it. */
+    __atomic_store_n(&m->state, OFL_MOD_DISABLED, __ATOMIC_RELAXED);
+    return MPI_ERR_OTHER;
+}
+
 /* Count (and at verbose >= 10 explain) an offloaded blocking call. */
 static inline void offload_note(ofl_coll_t coll, const ofl_call_t *call, const char *how,
                                 struct ompi_communicator_t *comm)
@@ -198,8 +329,9 @@ static int run_queued(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_p
     if (OPAL_LIKELY(OFL_WAIT_OK == st)) {
         return OMPI_SUCCESS;
     }
+    int rc = failed(m, st);
     mca_coll_offload_report(m, mpi_names[coll], comm, st, who, cnt, have, need, error);
-    return MPI_ERR_OTHER;
+    return rc;
 }
 
 static int run(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_t *prog,
@@ -222,14 +354,14 @@ static int run(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_
     if (OPAL_LIKELY(OFL_WAIT_OK == st)) {
         return OMPI_SUCCESS;
     }
-    /* The communicator's NIC state is now mid-call: nothing more runs on it. */
-    m->state = OFL_MOD_DISABLED;
+    int rc = failed(m, st);
     if (!ofl_engine_blocker(&m->inst, &who, &cnt, &have, &need)) {
         who = peer;
     }
-    mca_coll_offload_report(m, mpi_names[coll], comm, st, OFL_WAIT_PEER_DEAD == st ? peer : who,
+    mca_coll_offload_report(m, mpi_names[coll], comm, st,
+                            OFL_WAIT_PEER_DEAD == st || OFL_WAIT_MISMATCH == st ? peer : who,
                             cnt, have, need, m->inst.error);
-    return MPI_ERR_OTHER;
+    return rc;
 }
 
 /* A blocking allreduce or barrier on the board (engine/board.h). */
@@ -243,17 +375,19 @@ static int run_board(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_ca
     }
     int peer = -1;
     uint64_t seq = ++m->board_seq;
-    ofl_wait_status_t st = ofl_board_allreduce(&m->nic.base, seq, call->send, call->recv,
-                                               call->count, call->elem, call->fn, &m->wait_opts,
-                                               &peer);
+    ofl_board_call_t c;
+    ofl_board_prepare(&c, &m->nic.base, seq, call->send, call->recv, call->count, call->elem,
+                      call->fn);
+    ofl_board_sign(&c, call->sig, call->callno);
+    ofl_wait_status_t st = ofl_board_run(&c, &m->wait_opts, &peer);
     if (OPAL_LIKELY(OFL_WAIT_OK == st)) {
         return OMPI_SUCCESS;
     }
-    m->state = OFL_MOD_DISABLED;
-    /* a board call fails only on a corrupt value (board.h) */
+    int rc = failed(m, st);
+    /* a board call fails only on a corrupt value or a mismatch (board.h) */
     mca_coll_offload_report(m, mpi_names[coll], comm, st, peer, OFL_CNT_DATA * OFL_CHANNELS,
                             0, (int64_t) seq, OFL_WAIT_FAILED == st ? -EPROTO : 0);
-    return MPI_ERR_OTHER;
+    return rc;
 }
 
 /* The hard size cap, then the per-size policy. */
@@ -371,7 +505,7 @@ int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     ofl_call_t call = { 0 };
-    ofl_alg_t alg;
+    ofl_alg_t alg = OFL_ALG_FALLBACK;
     int reason = check_reduction(m, OFL_COLL_ALLREDUCE, dtype, op, count, &call, &alg);
     int setup_rc;
     if (R_OFFLOAD == reason && !ensure_ready(m, comm, &setup_rc)) {
@@ -380,17 +514,27 @@ int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
         }
         reason = R_NIC;
     }
-    if (R_OFFLOAD != reason) {
-        fallback_note(OFL_COLL_ALLREDUCE, reason, (size_t) count * dtype->super.size, comm);
+    size_t bytes = count > 0 ? (size_t) count * dtype->super.size : 0;
+    call.sig = mca_coll_offload_sig(OFL_COLL_ALLREDUCE, dtype, op, -1, bytes);
+    int64_t callno = mca_coll_offload_begin(m, call.sig);
+    if (R_OFFLOAD != reason || OPAL_UNLIKELY(callno <= 0) || 0 == call.count) {
+        int rc = mca_coll_offload_agree(m, mpi_names[OFL_COLL_ALLREDUCE], call.sig, callno,
+                                        reason, bytes, comm);
+        if (MPI_SUCCESS != rc) {
+            return rc;
+        }
+        if (R_OFFLOAD == reason && callno > 0) {
+            /* empty: nothing to move once every rank has said so */
+            mca_coll_offload_component.offloaded[OFL_COLL_ALLREDUCE]++;
+            return OMPI_SUCCESS;
+        }
+        fallback_note(OFL_COLL_ALLREDUCE, R_OFFLOAD == reason ? R_NIC : reason, bytes, comm);
         return m->prev_allreduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
                                  comm, m->prev_allreduce_module);
     }
+    call.callno = (uint64_t) callno;
     call.send = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf;
     call.recv = rbuf;
-    if (0 == call.count) {
-        mca_coll_offload_component.offloaded[OFL_COLL_ALLREDUCE]++;
-        return OMPI_SUCCESS;
-    }
     if (mca_coll_offload_board_takes(m, alg, call.count * call.elem)) {
         return run_board(m, OFL_COLL_ALLREDUCE, &call, comm);
     }
@@ -404,17 +548,23 @@ static int reduce_impl(const void *sbuf, void *rbuf, int count, struct ompi_data
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     const mca_coll_offload_params_t *p = &mca_coll_offload_component.params;
     size_t bytes = count > 0 ? (size_t) count * dtype->super.size : 0;
+    uint64_t sig = mca_coll_offload_sig(OFL_COLL_REDUCE, dtype, op, root, bytes);
     if (!ignore_policy && bytes <= p->max_bytes[OFL_COLL_REDUCE]
         && OFL_ALG_FALLBACK == ofl_policy_pick(&p->policy[OFL_COLL_REDUCE], bytes, m->size)) {
         /* The default policy's tiny reduces: straight down, before mapping the
          * op (the size a mapped call would have is this one, or it falls back
          * anyway). */
+        int rc = mca_coll_offload_agree(m, mpi_names[OFL_COLL_REDUCE], sig,
+                                        mca_coll_offload_begin(m, sig), R_POLICY, bytes, comm);
+        if (MPI_SUCCESS != rc) {
+            return rc;
+        }
         fallback_note(OFL_COLL_REDUCE, R_POLICY, bytes, comm);
         return m->prev_reduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op), root,
                               comm, m->prev_reduce_module);
     }
     ofl_call_t call = { 0 };
-    ofl_alg_t alg;
+    ofl_alg_t alg = OFL_ALG_FALLBACK;
     int reason = check_reduction(m, OFL_COLL_REDUCE, dtype, op, count, &call, &alg);
     if (R_POLICY == reason && ignore_policy) {
         reason = R_OFFLOAD;
@@ -426,17 +576,25 @@ static int reduce_impl(const void *sbuf, void *rbuf, int count, struct ompi_data
         }
         reason = R_NIC;
     }
-    if (R_OFFLOAD != reason) {
-        fallback_note(OFL_COLL_REDUCE, reason, (size_t) count * dtype->super.size, comm);
+    call.sig = sig;
+    int64_t callno = mca_coll_offload_begin(m, sig);
+    if (R_OFFLOAD != reason || OPAL_UNLIKELY(callno <= 0) || 0 == call.count) {
+        int rc = mca_coll_offload_agree(m, mpi_names[OFL_COLL_REDUCE], sig, callno, reason,
+                                        bytes, comm);
+        if (MPI_SUCCESS != rc) {
+            return rc;
+        }
+        if (R_OFFLOAD == reason && callno > 0) {
+            mca_coll_offload_component.offloaded[OFL_COLL_REDUCE]++;
+            return OMPI_SUCCESS;
+        }
+        fallback_note(OFL_COLL_REDUCE, R_OFFLOAD == reason ? R_NIC : reason, bytes, comm);
         return m->prev_reduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op), root,
                               comm, m->prev_reduce_module);
     }
+    call.callno = (uint64_t) callno;
     call.send = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf;
     call.recv = rbuf;
-    if (0 == call.count) {
-        mca_coll_offload_component.offloaded[OFL_COLL_REDUCE]++;
-        return OMPI_SUCCESS;
-    }
     return run(m, OFL_COLL_REDUCE, &m->reduce[root], &call, comm);
 }
 
@@ -500,7 +658,7 @@ int mca_coll_offload_bcast(void *buf, int count, struct ompi_datatype_t *dtype, 
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     size_t bytes = count > 0 ? (size_t) count * dtype->super.size : 0;
-    ofl_alg_t alg;
+    ofl_alg_t alg = OFL_ALG_FALLBACK;
     /* Only the byte size may decide: type signatures match across ranks but
      * layouts need not, so a non-contiguous layout is staged, not refused. */
     int reason = check_size(OFL_COLL_BCAST, bytes, m->size, &alg);
@@ -511,15 +669,24 @@ int mca_coll_offload_bcast(void *buf, int count, struct ompi_datatype_t *dtype, 
         }
         reason = R_NIC;
     }
-    if (R_OFFLOAD != reason) {
-        fallback_note(OFL_COLL_BCAST, reason, bytes, comm);
+    /* the byte size, not the datatype: layouts may differ between ranks */
+    uint64_t sig = mca_coll_offload_sig(OFL_COLL_BCAST, NULL, NULL, root, bytes);
+    int64_t callno = mca_coll_offload_begin(m, sig);
+    if (R_OFFLOAD != reason || OPAL_UNLIKELY(callno <= 0) || 0 == bytes) {
+        int rc = mca_coll_offload_agree(m, mpi_names[OFL_COLL_BCAST], sig, callno, reason,
+                                        bytes, comm);
+        if (MPI_SUCCESS != rc) {
+            return rc;
+        }
+        if (R_OFFLOAD == reason && callno > 0) {
+            mca_coll_offload_component.offloaded[OFL_COLL_BCAST]++;
+            return OMPI_SUCCESS;
+        }
+        fallback_note(OFL_COLL_BCAST, R_OFFLOAD == reason ? R_NIC : reason, bytes, comm);
         return m->prev_bcast(buf, count, dtype, root, comm, m->prev_bcast_module);
     }
-    if (0 == bytes) {
-        mca_coll_offload_component.offloaded[OFL_COLL_BCAST]++;
-        return OMPI_SUCCESS;
-    }
-    ofl_call_t call = { .fn = NULL, .elem = 1, .count = bytes };
+    ofl_call_t call = { .fn = NULL, .elem = 1, .count = bytes, .sig = sig,
+                        .callno = (uint64_t) callno };
     int staged = !ompi_datatype_is_contiguous_memory_layout(dtype, count);
     if (OPAL_LIKELY(!staged)) {
         ptrdiff_t true_lb = 0, true_extent = 0;
@@ -569,11 +736,19 @@ int mca_coll_offload_barrier(struct ompi_communicator_t *comm, mca_coll_base_mod
         }
         reason = R_NIC;
     }
-    if (R_OFFLOAD != reason) {
-        fallback_note(OFL_COLL_BARRIER, reason, 0, comm);
+    uint64_t sig = mca_coll_offload_sig(OFL_COLL_BARRIER, NULL, NULL, -1, 0);
+    int64_t callno = mca_coll_offload_begin(m, sig);
+    if (R_OFFLOAD != reason || OPAL_UNLIKELY(callno <= 0)) {
+        int rc = mca_coll_offload_agree(m, mpi_names[OFL_COLL_BARRIER], sig, callno, reason, 0,
+                                        comm);
+        if (MPI_SUCCESS != rc) {
+            return rc;
+        }
+        fallback_note(OFL_COLL_BARRIER, R_OFFLOAD == reason ? R_NIC : reason, 0, comm);
         return m->prev_barrier(comm, m->prev_barrier_module);
     }
-    ofl_call_t call = { .send = NULL, .recv = NULL, .fn = NULL, .elem = 1, .count = 0 };
+    ofl_call_t call = { .send = NULL, .recv = NULL, .fn = NULL, .elem = 1, .count = 0,
+                        .sig = sig, .callno = (uint64_t) callno };
     if (mca_coll_offload_board_takes(m, alg, 0)) {
         return run_board(m, OFL_COLL_BARRIER, &call, comm);
     }

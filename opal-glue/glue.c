@@ -104,6 +104,7 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
     p->ofi_after = 16;
     p->ofi_provider = (char *) "";
     p->ofi_native = 1;
+    p->agree_above = 1024;
     p->ofi_fabric = (char *) "";
     p->inject = (char *) "";
 
@@ -204,6 +205,18 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
             "call (MPI_Wait then only finds it done); 0: return at once (as when "
             "oversubscribed or coll_offload_spin is 0)",
             OPAL_INFO_LVL_6, &p->start_polls);
+    reg_int(c, "agree_above",
+            "A blocking collective handed to the fallback on a communicator whose NIC is set "
+            "up first waits until every rank has recorded the same call (collective, op, "
+            "datatype, count, root), so that ranks passing different arguments, some of which "
+            "offload the call, get MPI_ERR_ARG instead of waiting for each other for ever. "
+            "Calls that the size policy hands down (coll_offload_<coll>_policy) wait so only "
+            "above this many bytes: below, the fallback was chosen because it is faster, and "
+            "waiting for the last rank would cost more than the call (a mismatch that sends "
+            "such a call different ways then hangs, as it does without coll/offload). Calls "
+            "handed down for other reasons (user op, derived datatype, size cap, count 0) "
+            "always wait. -1: none waits",
+            OPAL_INFO_LVL_6, &p->agree_above);
     reg_int(c, "agent",
             "Start a progress agent thread (one per process) at the first nonblocking or "
             "persistent collective, so those progress while the application computes; "

@@ -3,8 +3,8 @@
 #
 # Usage: run.sh [BINDIR]
 #   BINDIR          directory holding t_coll, t_fallback, t_leak, t_fault, t_nb, t_nb_mt,
-#                   t_net, t_wrap, t_corrupt, t_stress, t_setup_fail, t_shm (default:
-#                   this
+#                   t_net, t_wrap, t_corrupt, t_stress, t_setup_fail, t_shm,
+#                   t_mismatch (default: this
 #                   script's directory, i.e. run it from the build tree)
 # Environment:
 #   MPIRUN          launcher (default: mpirun)
@@ -45,7 +45,7 @@ expect=""
 [ "$EXPECT_OFFLOAD" = 1 ] && expect="--expect-offload"
 
 for prog in t_coll t_fallback t_leak t_fault t_nb t_nb_mt t_net t_wrap t_corrupt t_stress \
-            t_setup_fail t_shm; do
+            t_setup_fail t_shm t_mismatch; do
     if [ ! -x "$BINDIR/$prog" ]; then
         echo "run.sh: $BINDIR/$prog not found or not executable (build first, or pass BINDIR)" >&2
         echo "0 passed, 1 failed"
@@ -313,6 +313,15 @@ TEST_TIMEOUT=240 run t_stress 4 "" --soak 60 $expect
 # shellcheck disable=SC2086
 TEST_TIMEOUT=180 run t_stress 3 "" --soak 30 $expect
 if [ "$EXPECT_OFFLOAD" = 1 ]; then
+    # Ranks passing different arguments to one call (op, datatype, count, root,
+    # collective; every form): an error on every rank, never a hang (the
+    # timeout: a few seconds each when right), a wrong answer or a stray write.
+    # 9 ranks: above exchange_max_ranks, so tree programs and no board.
+    for np in 2 3 4; do
+        TEST_TIMEOUT=60 run t_mismatch "$np" ""
+    done
+    TEST_TIMEOUT=90 run t_mismatch 9 "" --quick
+    TEST_TIMEOUT=60 run t_mismatch 3 "--mca coll_offload_agree_above 0" --tiny
     # A peer killed mid-collective and a late peer under the watchdog: the
     # others must return an error, not hang. The job itself ends abnormally
     # (a rank is gone, survivors cannot finalize), so mpirun's status is moot.

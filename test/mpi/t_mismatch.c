@@ -1,0 +1,449 @@
+/*
+ * Argument mismatch between ranks (an erroneous program): one rank passes a
+ * different op, datatype, count or root — or calls another collective — than the
+ * others in the same call. coll/offload must end the call with an MPI error on
+ * every rank, with a message naming the collective, the communicator and the
+ * mismatching ranks; never a wrong answer, a hang, or a write outside the
+ * receive buffers.
+ *
+ *   t_mismatch [--quick] [--tiny]
+ *
+ * --quick leaves out the cases where ranks take different paths through the
+ * component (offloaded against handed to the fallback); --tiny adds two where the
+ * fallback is the size policy's for tiny calls, which check the peers only with
+ * --mca coll_offload_agree_above 0.
+ *
+ * Each case runs on a fresh communicator (MPI_ERRORS_RETURN) that a correct
+ * allreduce first sets up; then rank size-1 (the "odd" rank) passes its
+ * arguments, every other rank the common ones; blocking, nonblocking
+ * (MPI_I<coll> + MPI_Wait) and persistent (MPIX_<coll>_init + MPI_Start +
+ * MPI_Wait) forms; board sizes (8 B) and program sizes (4 KiB); calls where the
+ * ranks take different paths (board vs program, offloaded vs handed to the
+ * fallback). Checked on every rank:
+ *   - the call returns an error; for reduce and bcast, which do not synchronise,
+ *     a rank whose part needed nothing from a mismatching rank may finish the
+ *     call, and must then get the error from the next collective (a barrier) on
+ *     the communicator; for allreduce and barrier the call itself must fail;
+ *   - the captured stderr names the collective (when the call itself failed),
+ *     the communicator's name and cid, and two ranks of which one is the odd rank;
+ *   - guard bytes before and after the receive buffer are untouched, and a rank
+ *     whose call failed wrote nothing that its own arguments do not call for;
+ *   - a later call on the broken communicator fails at once (no hang);
+ *   - a correct allreduce (board and program sizes) on a fresh communicator
+ *     works afterwards.
+ * Every run is under mpirun with a timeout (run.sh): a hang counts as a failure.
+ * Rank 0 prints "t_mismatch: N passed, M failed" (all ranks' checks).
+ */
+#include <mpi.h>
+#include <mpi-ext.h>
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { C_ALLREDUCE, C_REDUCE, C_BCAST, C_BARRIER };
+enum { K_BLOCKING, K_NONBLOCKING, K_PERSISTENT };
+
+static const char *const coll_names[] = { "Allreduce", "Reduce", "Bcast", "Barrier" };
+static const char *const kind_names[] = { "blocking", "nonblocking", "persistent" };
+
+typedef struct {
+    int coll;
+    MPI_Op op;
+    MPI_Datatype type;
+    int count;
+    int root;
+} args_t;
+
+#define GUARD 256
+#define FILL 0xa5
+
+static int rank, size, odd;
+static long npass, nfail;
+static MPI_Op user_sum;
+
+static void check(int ok, const char *fmt, ...)
+{
+    if (ok) {
+        npass++;
+        return;
+    }
+    nfail++;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stdout, "FAIL rank %d: ", rank);
+    vfprintf(stdout, fmt, ap);
+    fprintf(stdout, "\n");
+    fflush(stdout);
+    va_end(ap);
+}
+
+static void user_sum_fn(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    (void) type;
+    for (int i = 0; i < *len; ++i) {
+        ((int *) inout)[i] += ((int *) in)[i];
+    }
+}
+
+/* ---- stderr capture: the component reports on stderr ------------------------- */
+
+static int saved_fd = -1;
+static char cap_path[64];
+
+static void capture_begin(void)
+{
+    fflush(stderr);
+    snprintf(cap_path, sizeof(cap_path), "/tmp/t_mismatch.%d.%d", (int) getpid(), rank);
+    int fd = open(cap_path, O_CREAT | O_TRUNC | O_RDWR, 0600);
+    saved_fd = dup(2);
+    dup2(fd, 2);
+    close(fd);
+}
+
+/* Ends the capture; returns what was written (static buffer). */
+static const char *capture_end(void)
+{
+    static char buf[16384];
+    fflush(stderr);
+    dup2(saved_fd, 2);
+    close(saved_fd);
+    saved_fd = -1;
+    buf[0] = '\0';
+    int fd = open(cap_path, O_RDONLY);
+    if (fd >= 0) {
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        buf[n > 0 ? n : 0] = '\0';
+        close(fd);
+    }
+    unlink(cap_path);
+    /* what it captured still belongs on the job's stderr */
+    fputs(buf, stderr);
+    return buf;
+}
+
+/* Does `text` have a line naming `what`, the communicator and a pair of ranks
+ * that includes the odd rank? */
+static int names_all(const char *text, const char *what, const char *comm_name)
+{
+    const char *line = text;
+    const char *cidtxt = "(cid ";
+    while (NULL != line && '\0' != *line) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t) (end - line) : strlen(line);
+        char one[1024];
+        len = len < sizeof(one) - 1 ? len : sizeof(one) - 1;
+        memcpy(one, line, len);
+        one[len] = '\0';
+        const char *r = strstr(one, "ranks ");
+        int a = -1, b = -1;
+        if (NULL != strstr(one, "coll:offload:") && (NULL == what || NULL != strstr(one, what))
+            && NULL != strstr(one, comm_name) && NULL != strstr(one, cidtxt) && NULL != r
+            && 2 == sscanf(r, "ranks %d and %d", &a, &b) && (a == odd || b == odd)
+            && a != b) {
+            return 1;
+        }
+        line = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+/* ---- one call ------------------------------------------------------------------ */
+
+static int type_size(MPI_Datatype t)
+{
+    int s = 0;
+    MPI_Type_size(t, &s);
+    return s;
+}
+
+/* Run the call `a` as `kind`: the error code (MPI_Wait's for the nonblocking
+ * and persistent forms). */
+static int do_call(const args_t *a, int kind, MPI_Comm comm, const void *sbuf, void *rbuf)
+{
+    MPI_Request req = MPI_REQUEST_NULL;
+    int rc = MPI_SUCCESS;
+    if (K_BLOCKING == kind) {
+        switch (a->coll) {
+        case C_ALLREDUCE:
+            return MPI_Allreduce(sbuf, rbuf, a->count, a->type, a->op, comm);
+        case C_REDUCE:
+            return MPI_Reduce(sbuf, rbuf, a->count, a->type, a->op, a->root, comm);
+        case C_BCAST:
+            return MPI_Bcast(rbuf, a->count, a->type, a->root, comm);
+        default:
+            return MPI_Barrier(comm);
+        }
+    }
+    if (K_NONBLOCKING == kind) {
+        switch (a->coll) {
+        case C_ALLREDUCE:
+            rc = MPI_Iallreduce(sbuf, rbuf, a->count, a->type, a->op, comm, &req);
+            break;
+        case C_REDUCE:
+            rc = MPI_Ireduce(sbuf, rbuf, a->count, a->type, a->op, a->root, comm, &req);
+            break;
+        case C_BCAST:
+            rc = MPI_Ibcast(rbuf, a->count, a->type, a->root, comm, &req);
+            break;
+        default:
+            rc = MPI_Ibarrier(comm, &req);
+        }
+    } else {
+        switch (a->coll) {
+        case C_ALLREDUCE:
+            rc = MPIX_Allreduce_init(sbuf, rbuf, a->count, a->type, a->op, comm, MPI_INFO_NULL,
+                                     &req);
+            break;
+        case C_REDUCE:
+            rc = MPIX_Reduce_init(sbuf, rbuf, a->count, a->type, a->op, a->root, comm,
+                                  MPI_INFO_NULL, &req);
+            break;
+        case C_BCAST:
+            rc = MPIX_Bcast_init(rbuf, a->count, a->type, a->root, comm, MPI_INFO_NULL, &req);
+            break;
+        default:
+            rc = MPIX_Barrier_init(comm, MPI_INFO_NULL, &req);
+        }
+        if (MPI_SUCCESS == rc) {
+            rc = MPI_Start(&req);
+        }
+    }
+    if (MPI_SUCCESS != rc) {
+        if (MPI_REQUEST_NULL != req) {
+            MPI_Request_free(&req);
+        }
+        return rc;
+    }
+    /* (a single-completion wait returns the request's error; it need not set
+     * the status's MPI_ERROR) */
+    rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    if (K_PERSISTENT == kind && MPI_REQUEST_NULL != req) {
+        MPI_Request_free(&req);
+    }
+    return rc;
+}
+
+static int guards_intact(const unsigned char *buf, size_t inner)
+{
+    for (size_t i = 0; i < GUARD; ++i) {
+        if (FILL != buf[i] || FILL != buf[GUARD + inner + i]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static MPI_Comm fresh(const char *name)
+{
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    MPI_Comm_set_name(c, (char *) name);
+    return c;
+}
+
+/* A correct allreduce of `count` ints on comm: 1 if right. */
+static int good_allreduce(MPI_Comm comm, int count)
+{
+    int *in = malloc(sizeof(int) * (size_t) count), *out = malloc(sizeof(int) * (size_t) count);
+    for (int i = 0; i < count; ++i) {
+        in[i] = rank + i;
+        out[i] = -1;
+    }
+    int rc = MPI_Allreduce(in, out, count, MPI_INT, MPI_SUM, comm);
+    int ok = MPI_SUCCESS == rc;
+    for (int i = 0; ok && i < count; ++i) {
+        ok = out[i] == size * (size - 1) / 2 + size * i;
+    }
+    free(in);
+    free(out);
+    return ok;
+}
+
+/* One case: the odd rank calls `bad`, the others `good`, as `kind`. */
+static void run_case(const char *what, int kind, const args_t *good, const args_t *bad)
+{
+    const args_t *mine = rank == odd ? bad : good;
+    char name[96];
+    snprintf(name, sizeof(name), "mm-%s-%s", what, kind_names[kind]);
+    MPI_Comm comm = fresh(name);
+    check(good_allreduce(comm, 2), "%s: the set-up allreduce failed", name);
+
+    int esize = mine->coll == C_BARRIER ? 1 : type_size(mine->type);
+    size_t inner = (size_t) (mine->count > 0 ? mine->count : 0) * (size_t) esize;
+    unsigned char *rbuf = malloc(2 * GUARD + inner);
+    unsigned char *sbuf = malloc(inner + 1);
+    memset(rbuf, FILL, 2 * GUARD + inner);
+    for (size_t i = 0; i < inner; ++i) {
+        sbuf[i] = (unsigned char) (rank * 7 + i);
+    }
+    int root_here = (C_BCAST == mine->coll || C_REDUCE == mine->coll) && rank == mine->root;
+    if (C_BCAST == mine->coll && root_here) {
+        memcpy(rbuf + GUARD, sbuf, inner);
+    }
+
+    capture_begin();
+    int rc = do_call(mine, kind, comm, sbuf, rbuf + GUARD);
+    /* a rank whose call went through learns of the mismatch at its next call */
+    int rc2 = MPI_Barrier(comm);
+    const char *text = capture_end();
+
+    int strict = C_ALLREDUCE == good->coll || C_BARRIER == good->coll;
+    if (strict) {
+        check(MPI_SUCCESS != rc, "%s: the mismatched call returned MPI_SUCCESS", name);
+    }
+    check(MPI_SUCCESS != rc || MPI_SUCCESS != rc2,
+          "%s: neither the mismatched call nor the next barrier returned an error", name);
+    char cname[64];
+    snprintf(cname, sizeof(cname), "%s%s", K_NONBLOCKING == kind ? "MPI_I" : "MPI_",
+             coll_names[mine->coll]);
+    if (K_NONBLOCKING == kind) {
+        /* "MPI_Iallreduce" */
+        cname[5] = (char) (cname[5] - 'A' + 'a');
+    }
+    check(names_all(text, MPI_SUCCESS != rc ? cname : NULL, name),
+          "%s: no message naming %s, the communicator and the ranks (%d among them); got:\n%s",
+          name, MPI_SUCCESS != rc ? cname : "a collective", odd, text);
+    check(guards_intact(rbuf, inner), "%s: bytes outside the receive buffer were written",
+          name);
+    if (C_BCAST == mine->coll && root_here) {
+        check(0 == memcmp(rbuf + GUARD, sbuf, inner), "%s: the bcast root's buffer changed",
+              name);
+    }
+    /* The communicator is broken for good: a later call fails at once. */
+    double t0 = MPI_Wtime();
+    int rc3 = MPI_Barrier(comm);
+    check(MPI_SUCCESS != rc3, "%s: a later barrier on the broken communicator succeeded", name);
+    check(MPI_Wtime() - t0 < 5.0, "%s: the later barrier took %.1f s", name, MPI_Wtime() - t0);
+    MPI_Comm_free(&comm);
+    free(rbuf);
+    free(sbuf);
+
+    /* A fresh communicator works. */
+    snprintf(name, sizeof(name), "mm-after-%s-%s", what, kind_names[kind]);
+    comm = fresh(name);
+    check(good_allreduce(comm, 2) && good_allreduce(comm, 1024) && good_allreduce(comm, 2),
+          "%s: a correct allreduce on a fresh communicator failed", name);
+    MPI_Comm_free(&comm);
+}
+
+int main(int argc, char **argv)
+{
+    int quick = 0, tiny = 0;
+    for (int i = 1; i < argc; ++i) {
+        quick |= 0 == strcmp(argv[i], "--quick");
+        tiny |= 0 == strcmp(argv[i], "--tiny");
+    }
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    /* Open MPI 4.1 raises errors of collective requests on MPI_COMM_WORLD's handler. */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    odd = size - 1;
+    MPI_Op_create(user_sum_fn, 1, &user_sum);
+    if (size < 2) {
+        if (0 == rank) {
+            printf("t_mismatch: 0 passed, 0 failed (needs 2 ranks)\n");
+        }
+        MPI_Finalize();
+        return 0;
+    }
+
+    /* board size (8 B) and program size (4 KiB) */
+    const int small = 2, large = 1024;
+    for (int kind = K_BLOCKING; kind <= K_PERSISTENT; ++kind) {
+        args_t g, b;
+        /* op */
+        g = (args_t) { C_ALLREDUCE, MPI_SUM, MPI_INT, small, 0 };
+        b = g;
+        b.op = MPI_MAX;
+        run_case("allreduce-op-board", kind, &g, &b);
+        g.count = b.count = large;
+        run_case("allreduce-op-program", kind, &g, &b);
+        /* datatype (same bytes) */
+        g = (args_t) { C_ALLREDUCE, MPI_SUM, MPI_INT, small, 0 };
+        b = g;
+        b.type = MPI_FLOAT;
+        run_case("allreduce-type-board", kind, &g, &b);
+        /* count: both on the board; board against program */
+        b = g;
+        b.count = 2 * small;
+        run_case("allreduce-count-board", kind, &g, &b);
+        b.count = large;
+        run_case("allreduce-count-paths", kind, &g, &b);
+        /* collective: a barrier against an allreduce (both on the board) */
+        b = (args_t) { C_BARRIER, MPI_SUM, MPI_INT, 0, 0 };
+        run_case("allreduce-vs-barrier", kind, &g, &b);
+        /* reduce: op, count, root (program sizes) */
+        g = (args_t) { C_REDUCE, MPI_SUM, MPI_INT, large, 0 };
+        b = g;
+        b.op = MPI_MIN;
+        run_case("reduce-op", kind, &g, &b);
+        b = g;
+        b.root = 1;
+        run_case("reduce-root", kind, &g, &b);
+        /* bcast: count, root */
+        g = (args_t) { C_BCAST, MPI_SUM, MPI_INT, large, 0 };
+        b = g;
+        b.count = 2 * large;
+        run_case("bcast-count", kind, &g, &b);
+        if (size >= 3) {
+            /* (with two ranks both would be roots: neither reads anything) */
+            b = g;
+            b.root = 1;
+            run_case("bcast-root", kind, &g, &b);
+        }
+        if (K_BLOCKING != kind || quick) {
+            continue;
+        }
+        /* Different paths through the component: offloaded on some ranks, handed
+         * to the fallback on the odd one (blocking only: a nonblocking call on
+         * the fallback cannot wait for the peers' records; see
+         * docs/architecture.md). */
+        g = (args_t) { C_ALLREDUCE, MPI_SUM, MPI_INT, large, 0 };
+        b = g;
+        b.op = user_sum;
+        run_case("allreduce-user-op", kind, &g, &b);
+        g = (args_t) { C_REDUCE, MPI_SUM, MPI_INT, large, 0 };
+        b = g;
+        b.count = 16384;   /* 64 KiB: the default policy's fallback range 16-512 KiB */
+        run_case("reduce-count-fallback", kind, &g, &b);
+        g = (args_t) { C_BCAST, MPI_SUM, MPI_INT, large, 0 };
+        b = g;
+        b.count = 49152;   /* 192 KiB: the default policy's fallback range 64-256 KiB */
+        run_case("bcast-count-fallback", kind, &g, &b);
+        if (tiny) {
+            /* The default policy's tiny fallbacks (reduce <= 64 B, bcast <= 128 B)
+             * wait for the records only with coll_offload_agree_above below
+             * their size (run.sh passes 0 with --tiny). */
+            g = (args_t) { C_REDUCE, MPI_SUM, MPI_INT, large, 0 };
+            b = g;
+            b.count = 2;
+            run_case("reduce-count-tiny", kind, &g, &b);
+            g = (args_t) { C_BCAST, MPI_SUM, MPI_INT, large, 0 };
+            b = g;
+            b.count = 4;
+            run_case("bcast-count-tiny", kind, &g, &b);
+        }
+    }
+
+    long mine[2] = { npass, nfail }, *all = malloc(sizeof(long) * 2 * (size_t) size);
+    MPI_Allgather(mine, 2, MPI_LONG, all, 2, MPI_LONG, MPI_COMM_WORLD);
+    long p = 0, f = 0;
+    for (int r = 0; r < size; ++r) {
+        p += all[2 * r];
+        f += all[2 * r + 1];
+    }
+    free(all);
+    MPI_Op_free(&user_sum);
+    MPI_Finalize();
+    if (0 == rank) {
+        printf("t_mismatch: %ld passed, %ld failed\n", p, f);
+    }
+    return 0;
+}
