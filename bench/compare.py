@@ -48,6 +48,8 @@ import sys
 import time
 
 COLLS = ("allreduce", "reduce", "bcast", "barrier")
+# Also timed on request (--colls): coll_lat's nonblocking and persistent allreduce.
+EXTRA_COLLS = ("iallreduce", "pallreduce")
 FALLBACK = "libnbc,basic,self,inter"
 SELECTIONS = {
     "offload": ["--mca", "coll", "offload,tuned," + FALLBACK],
@@ -66,6 +68,7 @@ STYLE = {
     "libnbc": ("tab:purple", "D"),
     "sm": ("tab:green", "^"),
     "offload-rt": ("tab:orange", "v"),
+    "offload-base": ("tab:gray", "x"),
 }
 SYSTEM_COMPONENT_DIR = "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3"
 
@@ -120,6 +123,10 @@ def parse_args(argv):
     p.add_argument("--env-component-path", metavar="DIR",
                    help="also load MCA components from DIR (uninstalled build of "
                    "mca_coll_offload.so) via OMPI_MCA_mca_base_component_path")
+    p.add_argument("--base-component-path", metavar="DIR",
+                   help="adds the selection offload-base: offload with mca_coll_offload.so "
+                   "loaded from DIR (a build of another commit), for before/after runs "
+                   "(--select offload-base,offload: the ratio is after over before)")
     p.add_argument("--timeout", type=float, default=300.0,
                    help="seconds before one mpirun is considered hung and killed")
     p.add_argument("--overlap", action="store_true",
@@ -142,8 +149,16 @@ def parse_args(argv):
     a.colls = [c for c in a.colls.split(",") if c]
     a.select = [s for s in a.select.split(",") if s]
     for c in a.colls:
-        if c not in COLLS:
-            p.error("unknown collective %r (choose from %s)" % (c, ", ".join(COLLS)))
+        if c not in COLLS + EXTRA_COLLS:
+            p.error("unknown collective %r (choose from %s)"
+                    % (c, ", ".join(COLLS + EXTRA_COLLS)))
+    if a.base_component_path:
+        base = os.path.abspath(a.base_component_path)
+        if not os.path.exists(os.path.join(base, "mca_coll_offload.so")):
+            p.error("%s has no mca_coll_offload.so" % base)
+        # on the command line, so it wins over the environment's path for these runs
+        SELECTIONS["offload-base"] = SELECTIONS["offload"] + [
+            "--mca", "mca_base_component_path", SYSTEM_COMPONENT_DIR + ":" + base]
     for s in a.select:
         if s not in SELECTIONS and not derive_selection(s):
             p.error("unknown selection %r (choose from %s, or BASE+PARAM=VALUE...)"
