@@ -12,7 +12,7 @@
  *
  * allreduce and reduce use MPI_FLOAT / MPI_SUM (count = bytes / 4), bcast uses
  * MPI_CHAR, and the root is rank 0. iallreduce times MPI_Iallreduce + MPI_Wait,
- * pallreduce MPI_Start + MPI_Wait of a persistent allreduce (MPIX_Allreduce_init,
+ * pallreduce MPI_Start + MPI_Wait of a persistent allreduce (MPI_Allreduce_init,
  * made once per size outside the timing).  forms times those three forms of allreduce
  * in turn, in 60 alternating blocks of ITERS / 60 calls, and reports each form's median
  * block: a slow phase of the machine then hits all three alike, so their ratios hold
@@ -27,7 +27,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <mpi.h>
-#include <mpi-ext.h>
+#include "mpi_persist.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -297,7 +297,7 @@ static void prepare(const struct options *opt, struct buffers *b, long bytes, in
             if (MPI_REQUEST_NULL != persistent) {
                 MPI_Request_free(&persistent);
             }
-            MPIX_Allreduce_init(b->send, b->recv, (int)count, MPI_FLOAT, MPI_SUM,
+            MPI_Allreduce_init(b->send, b->recv, (int)count, MPI_FLOAT, MPI_SUM,
                                 MPI_COMM_WORLD, MPI_INFO_NULL, &persistent);
         }
         break;

@@ -15,6 +15,7 @@
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/base/base.h"
 #include "ompi/mca/coll/coll.h"
+#include "coll_offload_compat.h"
 
 #include "engine/agent.h"
 #include "engine/board.h"
@@ -91,7 +92,7 @@ typedef enum {
 } ofl_kind_t;
 
 typedef struct {
-    mca_coll_base_component_2_0_0_t super;
+    mca_coll_base_component_t super;
     mca_coll_offload_params_t params;
     int output;
     /* MPI_T counters (pvars coll_offload_<coll>_offloaded / _fallback) */

@@ -15,7 +15,7 @@ static int offload_close(void);
 mca_coll_offload_component_t mca_coll_offload_component = {
     .super = {
         .collm_version = {
-            MCA_COLL_BASE_VERSION_2_0_0,
+            OFL_COLL_BASE_VERSION,
             .mca_component_name = "offload",
             MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
             .mca_open_component = offload_open,

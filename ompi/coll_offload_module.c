@@ -311,7 +311,7 @@ static void dump_programs(mca_coll_offload_module_t *m, struct ompi_communicator
         return;
     }
     fprintf(f, "coll:offload: %s (cid %u) rank %d programs:\n", comm->c_name,
-            comm->c_contextid, m->rank);
+            OFL_COMM_CID(comm), m->rank);
     ofl_program_dump(&m->allreduce, f);
     if (m->allreduce_x.ndesc > 0) {
         ofl_program_dump(&m->allreduce_x, f);
@@ -489,7 +489,7 @@ static int setup_attempt(mca_coll_offload_module_t *m, struct ompi_communicator_
         if (named) {
             sweep_once(c);
             snprintf(msg.name, sizeof(msg.name), "/coll_offload.%d.%u.%u", (int) getpid(),
-                     comm->c_contextid, serial++);
+                     OFL_COMM_CID(comm), serial++);
             msg.rc = ofl_softnic_create(&m->nic, msg.name, m->size, 0, p->slots, segsize);
         } else {
             msg.rc = ofl_softnic_create_anon(&m->nic, &fd, m->size, 0, p->slots, segsize);
@@ -706,7 +706,7 @@ int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicato
                         "coll:offload: %s (cid %u, %d ranks): software NIC ready (%s segment), "
                         "%zu-byte segments, %d slots/edge, %d inbound streams at most: %zu "
                         "bytes of shared memory per rank (budget %zu)",
-                        comm->c_name, comm->c_contextid, m->size,
+                        comm->c_name, OFL_COMM_CID(comm), m->size,
                         named ? "named" : "anonymous", segsize, p->slots, most, share,
                         p->shm_budget);
     if (p->verbose >= 50) {

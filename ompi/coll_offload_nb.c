@@ -43,7 +43,7 @@
 #include "ompi/proc/proc.h"
 #include "ompi/request/request.h"
 #include "opal/mca/hwloc/base/base.h"
-#include "opal/mca/pmix/pmix.h"
+#include "coll_offload_compat.h"
 #include "opal/runtime/opal.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
@@ -455,8 +455,8 @@ static hwloc_bitmap_t choose_agent_set(char *why, size_t len)
         local_rank += r < me;
         char *cpus = NULL;
         int rc;
-        OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OPAL_PMIX_CPUSET, &proc->super.proc_name, &cpus,
-                                       OPAL_STRING);
+        OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OFL_KEY_CPUSET, &proc->super.proc_name, &cpus,
+                                       OFL_KEY_STRING);
         if (OPAL_SUCCESS != rc || NULL == cpus || 0 != hwloc_bitmap_list_sscanf(one, cpus)
             || hwloc_bitmap_iszero(one)) {
             unbound = 1;
@@ -782,8 +782,8 @@ static mca_coll_offload_req_t *req_get(mca_coll_offload_module_t *m,
     /* MPI_I<coll> may have hooked the previous user's retained objects here. */
     r->super.cb.req_complete_cb = NULL;
     r->super.req_complete_cb_data = NULL;
-    r->super.data.objs.objs[0] = NULL;
-    r->super.data.objs.objs[1] = NULL;
+    OFL_NBC_RETAINED(&r->super)[0] = NULL;
+    OFL_NBC_RETAINED(&r->super)[1] = NULL;
     r->kind = kind;
     r->coll = coll;
     r->claim = CLAIM_NONE;

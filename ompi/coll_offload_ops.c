@@ -148,7 +148,7 @@ void mca_coll_offload_report(mca_coll_offload_module_t *m, const char *what,
                     "coll:offload: %s on communicator %s (cid %u) rank %d: argument mismatch "
                     "between ranks %d and %d (%s differ: an erroneous program); returning "
                     "MPI_ERR_ARG; later collectives on this communicator fail",
-                    what, comm->c_name, comm->c_contextid, m->rank, a < b ? a : b,
+                    what, comm->c_name, OFL_COMM_CID(comm), m->rank, a < b ? a : b,
                     a < b ? b : a, diff);
     } else if (OFL_WAIT_FAILED == st && -EPROTO == error) {
         opal_output(0,
@@ -156,12 +156,12 @@ void mca_coll_offload_report(mca_coll_offload_module_t *m, const char *what,
                     "wrote into the communicator's NIC (a counter, reference, board line or "
                     "the poison mark) is out of range: corrupt shared state; returning "
                     "MPI_ERR_OTHER",
-                    what, comm->c_name, comm->c_contextid, m->rank);
+                    what, comm->c_name, OFL_COMM_CID(comm), m->rank);
     } else if (OFL_WAIT_FAILED == st) {
         opal_output(0,
                     "coll:offload: %s on communicator %s (cid %u) rank %d: reading a peer's "
                     "memory failed (%s); returning MPI_ERR_OTHER",
-                    what, comm->c_name, comm->c_contextid, m->rank, strerror(-error));
+                    what, comm->c_name, OFL_COMM_CID(comm), m->rank, strerror(-error));
     } else if (OFL_WAIT_PEER_DEAD == st && NULL != m->nic.mem
                && m->nic.base.ops->peer_alive(&m->nic.base, peer)) {
         /* Marked failed by a rank that lives: a failure on its side (its own
@@ -170,18 +170,18 @@ void mca_coll_offload_report(mca_coll_offload_module_t *m, const char *what,
                     "coll:offload: %s on communicator %s (cid %u): rank %d of that "
                     "communicator failed on its side and gave up the communicator; returning "
                     "MPI_ERR_OTHER",
-                    what, comm->c_name, comm->c_contextid, peer);
+                    what, comm->c_name, OFL_COMM_CID(comm), peer);
     } else if (OFL_WAIT_PEER_DEAD == st) {
         opal_output(0,
                     "coll:offload: %s on communicator %s (cid %u): rank %d of that "
                     "communicator is gone (its process exited); returning MPI_ERR_OTHER",
-                    what, comm->c_name, comm->c_contextid, peer);
+                    what, comm->c_name, OFL_COMM_CID(comm), peer);
     } else {
         opal_output(0,
                     "coll:offload: %s on communicator %s (cid %u) rank %d: watchdog: "
                     "waited more than %.3g s; still missing rank %d (%s counter %llu of %lld); "
                     "returning MPI_ERR_OTHER",
-                    what, comm->c_name, comm->c_contextid, m->rank, c->params.watchdog, peer,
+                    what, comm->c_name, OFL_COMM_CID(comm), m->rank, c->params.watchdog, peer,
                     cnt / OFL_CHANNELS == OFL_CNT_DATA ? "data" : "credit",
                     (unsigned long long) have, (long long) need);
     }
@@ -197,7 +197,7 @@ int mca_coll_offload_refuse(mca_coll_offload_module_t *m, const char *what,
                 "coll:offload: %s on communicator %s (cid %u) rank %d: refused: an earlier "
                 "collective on this communicator had mismatched arguments (ranks %d and %d); "
                 "returning MPI_ERR_OTHER",
-                what, comm->c_name, comm->c_contextid, m->rank, a < b ? a : b, a < b ? b : a);
+                what, comm->c_name, OFL_COMM_CID(comm), m->rank, a < b ? a : b, a < b ? b : a);
     return MPI_ERR_OTHER;
 }
 
@@ -620,7 +620,7 @@ int mca_coll_offload_fail_here(mca_coll_offload_module_t *m, struct ompi_communi
                 "coll:offload: %s on communicator %s (cid %u) rank %d: %s; the communicator "
                 "is marked failed (the other ranks' calls on it fail too) and falls back from "
                 "now on",
-                what, comm->c_name, comm->c_contextid, m->rank, why);
+                what, comm->c_name, OFL_COMM_CID(comm), m->rank, why);
     ofl_softnic_poison_self(&m->nic);
     __atomic_store_n(&m->state, OFL_MOD_DISABLED, __ATOMIC_RELAXED);
     return rc;

@@ -37,7 +37,7 @@
 #include "t_common.h"
 
 #include <dirent.h>
-#include <mpi-ext.h>
+#include "mpi_persist.h"
 #include <sched.h>
 #include <time.h>
 
@@ -647,9 +647,9 @@ static void test_uneven(void)
     int rounds = t_opt.quick ? 20 : 100;
     int pin[3], pout[3] = { 0, 0, 0 }, zero_in = 0, zero_out = 0;
     MPI_Request pz, ps;
-    int rc = MPIX_Allreduce_init(&zero_in, &zero_out, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD,
+    int rc = MPI_Allreduce_init(&zero_in, &zero_out, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD,
                                  MPI_INFO_NULL, &pz);
-    rc |= MPIX_Allreduce_init(pin, pout, 3, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL,
+    rc |= MPI_Allreduce_init(pin, pout, 3, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL,
                               &ps);
     int bad = 0;
     const int big = 65536;   /* long enough to be still outstanding at rank 0 */
@@ -776,11 +776,11 @@ static void test_persistent(void)
     int *big_out = malloc(sizeof(int) * BIG);
     MPI_Request r[2];
     snap_t a = snap();
-    int rc = MPIX_Allreduce_init(&small_in, &small_out, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD,
+    int rc = MPI_Allreduce_init(&small_in, &small_out, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD,
                                  MPI_INFO_NULL, &r[0]);
-    rc |= MPIX_Allreduce_init(MPI_IN_PLACE, big_out, BIG, MPI_INT, MPI_MAX, MPI_COMM_WORLD,
+    rc |= MPI_Allreduce_init(MPI_IN_PLACE, big_out, BIG, MPI_INT, MPI_MAX, MPI_COMM_WORLD,
                               MPI_INFO_NULL, &r[1]);
-    t_check_rc(rc, "MPIX_Allreduce_init");
+    t_check_rc(rc, "MPI_Allreduce_init");
     int bad = 0;
     for (int it = 0; it < iters; it++) {
         small_in = ival(me, it, 0);
@@ -829,11 +829,11 @@ static void test_persistent(void)
     MPI_Request q[4];
     int broot = np - 1, rroot = np / 2;
     a = snap();
-    rc = MPIX_Bcast_init(bcb, BC, MPI_INT, broot, MPI_COMM_WORLD, MPI_INFO_NULL, &q[0]);
-    rc |= MPIX_Reduce_init(rin, rout, 3, MPI_INT, MPI_SUM, rroot, MPI_COMM_WORLD, MPI_INFO_NULL,
+    rc = MPI_Bcast_init(bcb, BC, MPI_INT, broot, MPI_COMM_WORLD, MPI_INFO_NULL, &q[0]);
+    rc |= MPI_Reduce_init(rin, rout, 3, MPI_INT, MPI_SUM, rroot, MPI_COMM_WORLD, MPI_INFO_NULL,
                            &q[1]);
-    rc |= MPIX_Barrier_init(MPI_COMM_WORLD, MPI_INFO_NULL, &q[2]);
-    rc |= MPIX_Allreduce_init(rin, rout, 3, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL,
+    rc |= MPI_Barrier_init(MPI_COMM_WORLD, MPI_INFO_NULL, &q[2]);
+    rc |= MPI_Allreduce_init(rin, rout, 3, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL,
                               &q[3]);
     t_check_rc(rc, "MPIX_{Bcast,Reduce,Barrier,Allreduce}_init");
     int rounds = t_opt.quick ? 50 : 200;
@@ -901,10 +901,10 @@ static void test_persistent_early(void)
     int rin[3], rout[3], ain[3], aout[3], *bcb = malloc(sizeof(int) * BC);
     int broot = np - 1, rroot = np / 2;
     MPI_Request q[4], gone;
-    int rc = MPIX_Allreduce_init(ain, aout, 3, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &q[0]);
-    rc |= MPIX_Reduce_init(rin, rout, 3, MPI_INT, MPI_SUM, rroot, c, MPI_INFO_NULL, &q[1]);
-    rc |= MPIX_Bcast_init(bcb, BC, MPI_INT, broot, c, MPI_INFO_NULL, &q[2]);
-    rc |= MPIX_Barrier_init(c, MPI_INFO_NULL, &q[3]);
+    int rc = MPI_Allreduce_init(ain, aout, 3, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &q[0]);
+    rc |= MPI_Reduce_init(rin, rout, 3, MPI_INT, MPI_SUM, rroot, c, MPI_INFO_NULL, &q[1]);
+    rc |= MPI_Bcast_init(bcb, BC, MPI_INT, broot, c, MPI_INFO_NULL, &q[2]);
+    rc |= MPI_Barrier_init(c, MPI_INFO_NULL, &q[3]);
     t_check_rc(rc, "MPIX_*_init before the communicator's first blocking collective");
 
     for (int phase = 0; phase < 2; phase++) {
@@ -939,7 +939,7 @@ static void test_persistent_early(void)
         if (0 == phase) {
             /* One freed while its fallback request runs: the operation completes. */
             int gin = ival(me, 77, 0), gout = -1;
-            rc = MPIX_Allreduce_init(&gin, &gout, 1, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &gone);
+            rc = MPI_Allreduce_init(&gin, &gout, 1, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &gone);
             rc |= MPI_Start(&gone);
             rc |= MPI_Request_free(&gone);
             double t0 = MPI_Wtime();

@@ -10,7 +10,7 @@
  */
 #include "t_common.h"
 
-#include <mpi-ext.h>
+#include "mpi_persist.h"
 #include <pthread.h>
 
 enum { NTHREADS = 2 };
@@ -64,7 +64,7 @@ static void *work(void *arg)
     int *in = malloc(sizeof(int) * BIG), *out = malloc(sizeof(int) * BIG);
     int pin = 0, pout = 0;
     MPI_Request preq;
-    MPIX_Allreduce_init(&pin, &pout, 1, MPI_INT, MPI_SUM, w->comm, MPI_INFO_NULL, &preq);
+    MPI_Allreduce_init(&pin, &pout, 1, MPI_INT, MPI_SUM, w->comm, MPI_INFO_NULL, &preq);
     for (int it = 0; it < w->iters; it++) {
         int cnt = (it % 4 == 3) ? BIG : 1 + it % 17;
         for (int i = 0; i < cnt; i++) {

@@ -11,7 +11,7 @@
  * (b) wraparound: every integer type x MPI_SUM/MPI_PROD x counts 1..4096 (every
  *     count for 8- and 16-bit types, a sample for wider ones) through
  *     MPI_Allreduce and MPI_Reduce (root moving), plus a sample through
- *     MPI_Iallreduce, MPI_Ireduce and persistent MPIX_Allreduce_init. The result
+ *     MPI_Iallreduce, MPI_Ireduce and persistent MPI_Allreduce_init. The result
  *     must be C's wrapped one (modulo 2^N) at every size, including the sizes the
  *     component's policy hands to the layer below. Meant to run WITHOUT
  *     "--mca op ^avx": stock op/avx saturates 8/16-bit sums (open-mpi/ompi#8045),
@@ -25,7 +25,7 @@
  */
 #include "t_common.h"
 
-#include <mpi-ext.h>
+#include "mpi_persist.h"
 
 #define MAXCOUNT 4096
 
@@ -131,7 +131,7 @@ static void reference(int t, int prod, uint64_t *ref)
 
 enum { F_ALLREDUCE, F_REDUCE, F_IALLREDUCE, F_IREDUCE, F_PERSISTENT, F_N };
 static const char *form_names[F_N] = { "MPI_Allreduce", "MPI_Reduce", "MPI_Iallreduce",
-                                       "MPI_Ireduce", "MPIX_Allreduce_init" };
+                                       "MPI_Ireduce", "MPI_Allreduce_init" };
 
 static unsigned char sbuf[MAXCOUNT * 8 + 64], rbuf[MAXCOUNT * 8 + 64];
 
@@ -168,7 +168,7 @@ static void one_call(int form, int t, int prod, int count, const uint64_t *ref)
         }
         break;
     default:
-        rc = MPIX_Allreduce_init(sbuf, rbuf, count, it->dt, op, MPI_COMM_WORLD,
+        rc = MPI_Allreduce_init(sbuf, rbuf, count, it->dt, op, MPI_COMM_WORLD,
                                  MPI_INFO_NULL, &req);
         for (int k = 0; k < 2 && MPI_SUCCESS == rc; k++) {
             rc = MPI_Start(&req);

@@ -1,0 +1,38 @@
+/*
+ * coll/offload — what differs between the Open MPI versions the component builds
+ * against (4.1 and 5.0), in one place. Everything else uses the unversioned names
+ * both versions define (mca_coll_base_component_t, mca_coll_base_module_t).
+ */
+#ifndef MCA_COLL_OFFLOAD_COMPAT_H
+#define MCA_COLL_OFFLOAD_COMPAT_H
+
+#include "ompi_config.h"
+#include "ompi/mca/coll/coll.h"
+
+#if defined(MCA_COLL_BASE_VERSION_2_4_0)
+/* Open MPI 5.0: coll framework 2.4.0, PMIx keys under their PMIx names. */
+#define OFL_OMPI_MAJOR 5
+#define OFL_COLL_BASE_VERSION MCA_COLL_BASE_VERSION_2_4_0
+#include "opal/mca/pmix/pmix-internal.h"
+#define OFL_KEY_CPUSET PMIX_CPUSET
+#define OFL_KEY_STRING PMIX_STRING
+/* The communicator's id as a printable number. */
+#define OFL_COMM_CID(comm) ompi_comm_get_local_cid(comm)
+/* Objects a nonblocking request retained for MPI_I<coll> (released on completion). */
+#define OFL_NBC_RETAINED(req) ((req)->data.refcounted.objs.objs)
+/* Components export their symbol with the library's visibility attribute. */
+#ifndef OMPI_MODULE_DECLSPEC
+#define OMPI_MODULE_DECLSPEC OMPI_DECLSPEC
+#endif
+#else
+/* Open MPI 4.1: coll framework 2.0.0. */
+#define OFL_OMPI_MAJOR 4
+#define OFL_COLL_BASE_VERSION MCA_COLL_BASE_VERSION_2_0_0
+#include "opal/mca/pmix/pmix.h"
+#define OFL_KEY_CPUSET OPAL_PMIX_CPUSET
+#define OFL_KEY_STRING OPAL_STRING
+#define OFL_COMM_CID(comm) ((comm)->c_contextid)
+#define OFL_NBC_RETAINED(req) ((req)->data.objs.objs)
+#endif
+
+#endif
