@@ -4,6 +4,8 @@
  */
 #include "coll_offload.h"
 
+#include <pthread.h>
+
 #include "glue.h"
 #include "ompi/proc/proc.h"
 #include "opal/util/output.h"
@@ -45,13 +47,6 @@ static int offload_open(void)
     mca_coll_offload_component_t *c = &mca_coll_offload_component;
     c->output = opal_output_open(NULL);
     opal_output_set_verbosity(c->output, c->params.verbose);
-    mca_coll_offload_types_init();
-    if (0 != mca_coll_offload_types_overflow()) {
-        opal_output_verbose(1, c->output,
-                            "coll:offload: %d predefined datatype(s) share an internal id with "
-                            "too many others and are never offloaded",
-                            mca_coll_offload_types_overflow());
-    }
     if (0 != mca_coll_offload_inject_parse(c->params.inject)) {
         opal_output(0,
                     "coll:offload: coll_offload_inject \"%s\" is not a list of "
@@ -109,10 +104,26 @@ static int all_on_this_node(struct ompi_communicator_t *comm)
     return 1;
 }
 
+/* The datatype table reads the predefined datatypes' layout, which Open MPI 5
+ * fills in after the coll framework is opened: build it at the first query. */
+static void types_init_once(void)
+{
+    mca_coll_offload_component_t *c = &mca_coll_offload_component;
+    mca_coll_offload_types_init();
+    if (0 != mca_coll_offload_types_overflow()) {
+        opal_output_verbose(1, c->output,
+                            "coll:offload: %d predefined datatype(s) share an internal id with "
+                            "too many others and are never offloaded",
+                            mca_coll_offload_types_overflow());
+    }
+}
+
 mca_coll_base_module_t *mca_coll_offload_comm_query(struct ompi_communicator_t *comm,
                                                     int *priority)
 {
+    static pthread_once_t types_once = PTHREAD_ONCE_INIT;
     mca_coll_offload_component_t *c = &mca_coll_offload_component;
+    pthread_once(&types_once, types_init_once);
     if (c->params.priority < 0) {
         return NULL;
     }

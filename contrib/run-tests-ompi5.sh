@@ -1,0 +1,97 @@
+#!/bin/sh
+# The test suite against Open MPI 5.0, on a Debian 12 machine (as root): a
+# Debian 13 (trixie) root made by debootstrap holds Open MPI 5.0.x with its devel
+# headers and an Open MPI source tree (apt-get source) for the few headers the
+# devel package omits; this tree is built there and its unit and single-node MPI
+# tests run there. The multi-host tests (network namespaces) run on 4.1 only.
+# Last line: "N passed, M failed".
+#
+# Environment: OMPI5_ROOT (default /var/cache/coll-offload/trixie; kept between
+# runs, made when missing), DEBIAN_MIRROR (default http://deb.debian.org/debian).
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+root=${OMPI5_ROOT:-/var/cache/coll-offload/trixie}
+mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+pkgs="libopenmpi-dev,openmpi-bin,libpmix-dev,build-essential,autoconf,automake,libtool"
+pkgs="$pkgs,pkg-config,libfabric-dev,libhwloc-dev,dpkg-dev,xz-utils,procps"
+
+fail() {
+    echo "ompi5: $*"
+    echo "0 passed, 1 failed"
+    exit 1
+}
+
+[ "$(id -u)" -eq 0 ] || fail "needs root (debootstrap, chroot)"
+
+if [ ! -x "$root/usr/bin/mpicc" ]; then
+    command -v debootstrap >/dev/null 2>&1 || {
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap
+    } >/dev/null 2>&1 || fail "cannot install debootstrap"
+    echo "ompi5: making a Debian 13 root in $root (a few minutes)"
+    rm -rf "$root"
+    mkdir -p "$root"
+    debootstrap --variant=minbase --include="$pkgs" trixie "$root" "$mirror" \
+        > /tmp/ofl-debootstrap.log 2>&1 || { tail -5 /tmp/ofl-debootstrap.log; fail "debootstrap"; }
+fi
+
+mounts=""
+cleanup() {
+    for m in $mounts; do
+        umount -l "$root/$m" 2>/dev/null
+    done
+}
+trap cleanup EXIT INT TERM
+for m in proc sys dev dev/shm dev/pts; do
+    if ! mountpoint -q "$root/$m"; then
+        mount --bind "/$m" "$root/$m" || fail "cannot bind-mount /$m"
+        mounts="$m $mounts"
+    fi
+done
+cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null
+
+# An Open MPI source tree of the installed version, for --with-ompi-extra-headers.
+if ! ls -d "$root"/build/ompi-src/openmpi-5* >/dev/null 2>&1; then
+    echo "deb-src $mirror trixie main" > "$root/etc/apt/sources.list.d/coll-offload-src.list"
+    chroot "$root" sh -c 'apt-get update -qq && mkdir -p /build/ompi-src && cd /build/ompi-src \
+        && apt-get source -qq openmpi' > /tmp/ofl-ompi-src.log 2>&1 \
+        || { tail -5 /tmp/ofl-ompi-src.log; fail "apt-get source openmpi"; }
+fi
+src=$(cd "$root" && ls -d build/ompi-src/openmpi-5* | head -1)
+
+# This tree as git tracks it (plus local changes), built from scratch there.
+rm -rf "$root/build/coll-offload" "$root/build/inst"
+mkdir -p "$root/build/coll-offload"
+(cd "$top" && git ls-files -z | xargs -0 tar -cf - 2>/dev/null) | tar -xf - -C "$root/build/coll-offload" \
+    || fail "cannot copy the tree"
+echo "ompi5: $(chroot "$root" ompi_info --version 2>/dev/null | head -1), headers from /$src"
+chroot "$root" sh -c "cd /build/coll-offload && ./autogen.sh >/dev/null 2>&1 \
+    && ./configure -q --with-ompi-extra-headers=/$src --with-component-dir=/build/inst \
+    && make -j\$(nproc) -s && make -s install" > /tmp/ofl-ompi5-build.log 2>&1 \
+    || { tail -20 /tmp/ofl-ompi5-build.log; fail "build against Open MPI 5"; }
+
+echo "== unit tests (Open MPI 5 root)"
+chroot "$root" sh -c "cd /build/coll-offload && make -s check" > /tmp/ofl-ompi5-unit.log 2>&1
+suite=$root/build/coll-offload/test/unit/test-suite.log
+unit_pass=$(sed -n 's/^# PASS: *//p' "$suite" 2>/dev/null | head -1)
+unit_fail=$(sed -n 's/^# FAIL: *//p' "$suite" 2>/dev/null | head -1)
+unit_err=$(sed -n 's/^# ERROR: *//p' "$suite" 2>/dev/null | head -1)
+[ -n "$unit_pass" ] || { tail -20 /tmp/ofl-ompi5-unit.log; unit_pass=0; unit_fail=1; }
+unit_fail=$(( ${unit_fail:-0} + ${unit_err:-0} ))
+echo "unit test programs: $unit_pass passed, $unit_fail failed"
+
+echo "== MPI tests (Open MPI 5 root)"
+log=$(mktemp)
+chroot "$root" env OMPI_MCA_mca_base_component_path="$(chroot "$root" sh -c \
+        "ompi_info --path pkglibdir 2>/dev/null" | sed -n 's/.*Pkglibdir: *//p'):/build/inst" \
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 EXPECT_OFFLOAD=1 \
+    COLL_SELECTION="--mca op ^avx" \
+    bash /build/coll-offload/test/mpi/run.sh /build/coll-offload/test/mpi > "$log" 2>&1
+cat "$log"
+out=$(tail -n 1 "$log")
+rm -f "$log"
+p=$(echo "$out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1/p')
+f=$(echo "$out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\2/p')
+pass=$((unit_pass + ${p:-0}))
+fail=$((unit_fail + ${f:-1}))
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
