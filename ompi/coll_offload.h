@@ -412,6 +412,9 @@ int mca_coll_offload_agree(mca_coll_offload_module_t *m, const char *what, uint6
 int mca_coll_offload_stage(void *stage, void *buf, int count, struct ompi_datatype_t *dtype,
                            size_t bytes, int pack);
 
+/* Set the communicator up from a persistent init (collective, in order): 1 when ready. */
+int mca_coll_offload_setup_in_init(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm);
+
 /* Datatype and op mapping (coll_offload_types.c). */
 void mca_coll_offload_types_init(void);
 int mca_coll_offload_map(struct ompi_datatype_t *dtype, struct ompi_op_t *op,

@@ -1154,9 +1154,9 @@ static int barrier(mca_coll_offload_module_t *m, struct ompi_communicator_t *com
 
 /* ---- persistent requests made before set-up ------------------------------------- */
 
-/* MPIX_<coll>_init is local, so it cannot set the NIC up; a request made
- * before the communicator's first blocking collective starts on the fallback's
- * request. Each start looks again: the NIC's state changes only inside
+/* A persistent init sets the communicator up itself (see
+ * mca_coll_offload_setup_in_init); a request made before the communicator's
+ * set-up that still falls back (set-up failed) starts on the fallback's request. Each start looks again: the NIC's state changes only inside
  * blocking collectives, which every rank calls in the same order relative to
  * its starts, so all ranks switch at the same start and stay switched. */
 
@@ -1579,6 +1579,10 @@ int mca_coll_offload_allreduce_init(const void *sbuf, void *rbuf, int count,
     int why;
     int rc = reduction(m, comm, REQ_PERSISTENT, OFL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype,
                        op, 0, NULL, request, &why);
+    if (OFL_R_UNSET == why && mca_coll_offload_setup_in_init(m, comm)) {
+        rc = reduction(m, comm, REQ_PERSISTENT, OFL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op,
+                       0, NULL, request, &why);
+    }
     if (OFL_R_OFFLOAD == why) {
         return rc;
     }
@@ -1599,6 +1603,10 @@ int mca_coll_offload_reduce_init(const void *sbuf, void *rbuf, int count,
     int why;
     int rc = reduction(m, comm, REQ_PERSISTENT, OFL_COLL_REDUCE, sbuf, rbuf, count, dtype, op,
                        root, NULL, request, &why);
+    if (OFL_R_UNSET == why && mca_coll_offload_setup_in_init(m, comm)) {
+        rc = reduction(m, comm, REQ_PERSISTENT, OFL_COLL_REDUCE, sbuf, rbuf, count, dtype, op,
+                       root, NULL, request, &why);
+    }
     if (OFL_R_OFFLOAD == why) {
         return rc;
     }
@@ -1617,6 +1625,9 @@ int mca_coll_offload_bcast_init(void *buf, int count, struct ompi_datatype_t *dt
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     int why;
     int rc = bcast(m, comm, REQ_PERSISTENT, buf, count, dtype, root, NULL, request, &why);
+    if (OFL_R_UNSET == why && mca_coll_offload_setup_in_init(m, comm)) {
+        rc = bcast(m, comm, REQ_PERSISTENT, buf, count, dtype, root, NULL, request, &why);
+    }
     if (OFL_R_OFFLOAD == why) {
         return rc;
     }
@@ -1633,6 +1644,9 @@ int mca_coll_offload_barrier_init(struct ompi_communicator_t *comm, struct ompi_
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     int why;
     int rc = barrier(m, comm, REQ_PERSISTENT, NULL, request, &why);
+    if (OFL_R_UNSET == why && mca_coll_offload_setup_in_init(m, comm)) {
+        rc = barrier(m, comm, REQ_PERSISTENT, NULL, request, &why);
+    }
     if (OFL_R_OFFLOAD == why) {
         return rc;
     }

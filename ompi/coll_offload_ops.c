@@ -24,7 +24,8 @@ static const char *const reasons[] = {
     "above the size limit",
     "NIC unavailable on this communicator",
     "the size policy chose the fallback",
-    "NIC not set up yet (the first blocking collective on the communicator sets it up)",
+    "NIC not set up yet (the first blocking collective or persistent init on the "
+    "communicator sets it up)",
 };
 
 static const char *const mpi_names[OFL_COLL_COUNT] = {
@@ -88,10 +89,10 @@ static inline void fallback_note(ofl_coll_t coll, int reason, size_t bytes,
     c->fallback[coll]++;
 }
 
-/* A nonblocking or persistent call never sets the NIC up: set-up is collective
- * and blocking, and ranks may start nonblocking collectives on several
- * communicators in different orders (MPI allows it), so waiting in one would
- * deadlock. Until a blocking collective has set it up, they fall back. */
+/* A nonblocking call never sets the NIC up: set-up is collective and blocking,
+ * and ranks may start nonblocking collectives on several communicators in
+ * different orders (MPI allows it), so waiting in one would deadlock. Until a
+ * blocking collective or a persistent init has set it up, they fall back. */
 static inline int nb_ready(mca_coll_offload_module_t *m)
 {
     ofl_mod_state_t st = __atomic_load_n(&m->state, __ATOMIC_RELAXED);
@@ -112,6 +113,15 @@ static inline int ensure_ready(mca_coll_offload_module_t *m, struct ompi_communi
         *rc = mca_coll_offload_setup(m, comm);
     }
     return OFL_MOD_READY == m->state;
+}
+
+/* Persistent inits are nonlocal and ordered like every collective call on the
+ * communicator (MPI-4 section 6.13), so, unlike MPI_I<coll>, they may run the
+ * collective set-up: every rank reaches it at the same init, and a program that
+ * only ever uses persistent collectives is offloaded too. */
+int mca_coll_offload_setup_in_init(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm)
+{
+    return ensure_ready(m, comm);
 }
 
 /* Segment size for a call: a handful of segments per message (per owner for the
