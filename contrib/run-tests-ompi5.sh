@@ -7,7 +7,8 @@
 # Last line: "N passed, M failed".
 #
 # Environment: OMPI5_ROOT (default /var/cache/coll-offload/trixie; kept between
-# runs, made when missing), DEBIAN_MIRROR (default http://deb.debian.org/debian).
+# runs, made when missing), DEBIAN_MIRROR (default http://deb.debian.org/debian),
+# OMPI5_SUITE (run.sh's suite: quick, the default, or node for all of it).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 root=${OMPI5_ROOT:-/var/cache/coll-offload/trixie}
@@ -84,7 +85,7 @@ log=$(mktemp)
 chroot "$root" env OMPI_MCA_mca_base_component_path="$(chroot "$root" sh -c \
         "ompi_info --path pkglibdir 2>/dev/null" | sed -n 's/.*Pkglibdir: *//p'):/build/inst" \
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 EXPECT_OFFLOAD=1 \
-    COLL_SELECTION="--mca op ^avx" \
+    COLL_SELECTION="--mca op ^avx" SUITE=${OMPI5_SUITE:-quick} \
     bash /build/coll-offload/test/mpi/run.sh /build/coll-offload/test/mpi > "$log" 2>&1
 cat "$log"
 out=$(tail -n 1 "$log")

@@ -3,8 +3,9 @@
 # (no MPI), a bounded fuzz run of the readers of peer-written state (libFuzzer,
 # 15 s per harness), the simulator's checks (bench/sim-check.sh), the unit tests
 # and an MPI smoke run under the sanitizers (contrib/run-sanitizers.sh), the MPI
-# tests under mpirun with the installed component, and the multi-node MPI tests
-# on hosts made of network namespaces (root only).
+# tests under mpirun with the installed component, the multi-node MPI tests on
+# hosts made of network namespaces (root only), and the unit and MPI tests again
+# against Open MPI 5.0 in a Debian 13 root (root only).
 # Last line: "N passed, M failed" (unit test programs + fuzz harnesses +
 # simulator checks + sanitizer checks + MPI checks + the /dev/shm check).
 set -u
@@ -88,6 +89,15 @@ suite test/mpi/run.sh
 
 echo "== multi-node MPI tests (hosts made of network namespaces)"
 suite test/mpi/run-cluster.sh
+
+# The same tree against Open MPI 5.0 in a Debian 13 root (root only: debootstrap,
+# chroot; OFL_SKIP_OMPI5=1 leaves it out).
+echo "== Open MPI 5.0 (a Debian 13 root)"
+if [ "$(id -u)" -eq 0 ] && [ "${OFL_SKIP_OMPI5:-0}" != 1 ]; then
+    suite contrib/run-tests-ompi5.sh
+else
+    echo "skipped (needs root, or OFL_SKIP_OMPI5=1)"
+fi
 
 shm_after=$(ls /dev/shm 2>/dev/null | grep -c coll_offload || true)
 shm_pass=1
