@@ -970,10 +970,10 @@ static void test_persistent_one_rank(void)
     enum { N = 5, ROUNDS = 3 };
     int ain[N], aout[N], rin[N], rout[N], bcb[N];
     MPI_Request q[4];
-    int rc = MPIX_Allreduce_init(ain, aout, N, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &q[0]);
-    rc |= MPIX_Reduce_init(rin, rout, N, MPI_INT, MPI_MAX, 0, c, MPI_INFO_NULL, &q[1]);
-    rc |= MPIX_Bcast_init(bcb, N, MPI_INT, 0, c, MPI_INFO_NULL, &q[2]);
-    rc |= MPIX_Barrier_init(c, MPI_INFO_NULL, &q[3]);
+    int rc = MPI_Allreduce_init(ain, aout, N, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &q[0]);
+    rc |= MPI_Reduce_init(rin, rout, N, MPI_INT, MPI_MAX, 0, c, MPI_INFO_NULL, &q[1]);
+    rc |= MPI_Bcast_init(bcb, N, MPI_INT, 0, c, MPI_INFO_NULL, &q[2]);
+    rc |= MPI_Barrier_init(c, MPI_INFO_NULL, &q[3]);
     t_check_rc(rc, "MPIX_*_init on a one-rank communicator before its first blocking collective");
     for (int phase = 0; phase < 2; phase++) {
         int bad = 0;

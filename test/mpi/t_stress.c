@@ -63,7 +63,7 @@
 
 #include <dirent.h>
 #include <limits.h>
-#include <mpi-ext.h>
+#include "mpi_persist.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -1066,15 +1066,15 @@ static int init_persistent(call_t *c, const scomm_t *s, MPI_Request *req)
     const stype_t *t = &types[c->ti];
     switch (c->coll) {
     case C_ALLREDUCE:
-        return MPIX_Allreduce_init(send_arg(c, s), recv_arg(c, s), c->count, t->dt,
+        return MPI_Allreduce_init(send_arg(c, s), recv_arg(c, s), c->count, t->dt,
                                    op_handle(c->op), s->comm, MPI_INFO_NULL, req);
     case C_REDUCE:
-        return MPIX_Reduce_init(send_arg(c, s), recv_arg(c, s), c->count, t->dt,
+        return MPI_Reduce_init(send_arg(c, s), recv_arg(c, s), c->count, t->dt,
                                 op_handle(c->op), c->root, s->comm, MPI_INFO_NULL, req);
     case C_BCAST:
-        return MPIX_Bcast_init(c->rbuf, c->count, t->dt, c->root, s->comm, MPI_INFO_NULL, req);
+        return MPI_Bcast_init(c->rbuf, c->count, t->dt, c->root, s->comm, MPI_INFO_NULL, req);
     default:
-        return MPIX_Barrier_init(s->comm, MPI_INFO_NULL, req);
+        return MPI_Barrier_init(s->comm, MPI_INFO_NULL, req);
     }
 }
 
