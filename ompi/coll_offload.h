@@ -412,7 +412,9 @@ int mca_coll_offload_agree(mca_coll_offload_module_t *m, const char *what, uint6
 int mca_coll_offload_stage(void *stage, void *buf, int count, struct ompi_datatype_t *dtype,
                            size_t bytes, int pack);
 
-/* Set the communicator up from a persistent init (collective, in order): 1 when ready. */
+/* Set the communicator up from a persistent init (collective, in order): OMPI_SUCCESS
+ * (then the module is ready, or falls back for good, on every rank alike) or the error
+ * of a set-up this rank could not agree on. */
 int mca_coll_offload_setup_in_init(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm);
 
 /* Datatype and op mapping (coll_offload_types.c). */

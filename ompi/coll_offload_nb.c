@@ -1154,11 +1154,11 @@ static int barrier(mca_coll_offload_module_t *m, struct ompi_communicator_t *com
 
 /* ---- persistent requests made before set-up ------------------------------------- */
 
-/* A persistent init sets the communicator up itself (see
- * mca_coll_offload_setup_in_init); a request made before the communicator's
- * set-up that still falls back (set-up failed) starts on the fallback's request. Each start looks again: the NIC's state changes only inside
- * blocking collectives, which every rank calls in the same order relative to
- * its starts, so all ranks switch at the same start and stay switched. */
+/* Requests made on the fallback while the communicator was not set up, switched
+ * to the offloaded program at the first start after a blocking collective set it
+ * up. Since persistent inits set the communicator up themselves
+ * (mca_coll_offload_setup_in_init), an init no longer leaves it unset, so nothing
+ * takes this path today; it goes with the next cleanup of this file. */
 
 /* The fallback's request completed (in whatever thread progressed it): the
  * wrapper completes in the progress callback, like an offloaded one. */
@@ -1579,7 +1579,11 @@ int mca_coll_offload_allreduce_init(const void *sbuf, void *rbuf, int count,
     int why;
     int rc = reduction(m, comm, REQ_PERSISTENT, OFL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype,
                        op, 0, NULL, request, &why);
-    if (OFL_R_UNSET == why && mca_coll_offload_setup_in_init(m, comm)) {
+    if (OFL_R_UNSET == why) {
+        int setup_rc = mca_coll_offload_setup_in_init(m, comm);
+        if (OMPI_SUCCESS != setup_rc) {
+            return setup_rc;
+        }
         rc = reduction(m, comm, REQ_PERSISTENT, OFL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op,
                        0, NULL, request, &why);
     }
@@ -1603,7 +1607,11 @@ int mca_coll_offload_reduce_init(const void *sbuf, void *rbuf, int count,
     int why;
     int rc = reduction(m, comm, REQ_PERSISTENT, OFL_COLL_REDUCE, sbuf, rbuf, count, dtype, op,
                        root, NULL, request, &why);
-    if (OFL_R_UNSET == why && mca_coll_offload_setup_in_init(m, comm)) {
+    if (OFL_R_UNSET == why) {
+        int setup_rc = mca_coll_offload_setup_in_init(m, comm);
+        if (OMPI_SUCCESS != setup_rc) {
+            return setup_rc;
+        }
         rc = reduction(m, comm, REQ_PERSISTENT, OFL_COLL_REDUCE, sbuf, rbuf, count, dtype, op,
                        root, NULL, request, &why);
     }
@@ -1625,7 +1633,11 @@ int mca_coll_offload_bcast_init(void *buf, int count, struct ompi_datatype_t *dt
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     int why;
     int rc = bcast(m, comm, REQ_PERSISTENT, buf, count, dtype, root, NULL, request, &why);
-    if (OFL_R_UNSET == why && mca_coll_offload_setup_in_init(m, comm)) {
+    if (OFL_R_UNSET == why) {
+        int setup_rc = mca_coll_offload_setup_in_init(m, comm);
+        if (OMPI_SUCCESS != setup_rc) {
+            return setup_rc;
+        }
         rc = bcast(m, comm, REQ_PERSISTENT, buf, count, dtype, root, NULL, request, &why);
     }
     if (OFL_R_OFFLOAD == why) {
@@ -1644,7 +1656,11 @@ int mca_coll_offload_barrier_init(struct ompi_communicator_t *comm, struct ompi_
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     int why;
     int rc = barrier(m, comm, REQ_PERSISTENT, NULL, request, &why);
-    if (OFL_R_UNSET == why && mca_coll_offload_setup_in_init(m, comm)) {
+    if (OFL_R_UNSET == why) {
+        int setup_rc = mca_coll_offload_setup_in_init(m, comm);
+        if (OMPI_SUCCESS != setup_rc) {
+            return setup_rc;
+        }
         rc = barrier(m, comm, REQ_PERSISTENT, NULL, request, &why);
     }
     if (OFL_R_OFFLOAD == why) {

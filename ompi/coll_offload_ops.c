@@ -121,7 +121,9 @@ static inline int ensure_ready(mca_coll_offload_module_t *m, struct ompi_communi
  * only ever uses persistent collectives is offloaded too. */
 int mca_coll_offload_setup_in_init(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm)
 {
-    return ensure_ready(m, comm);
+    int rc;
+    (void) ensure_ready(m, comm, &rc);
+    return rc;
 }
 
 /* Segment size for a call: a handful of segments per message (per owner for the
