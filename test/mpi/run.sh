@@ -267,6 +267,8 @@ if [ "${SUITE:-node}" = quick ]; then
     done
     # shellcheck disable=SC2086
     run t_nb_mt 2 "" $expect
+    # shellcheck disable=SC2086
+    run t_stress 4 "" --comm-cycles 2000 $expect
     if [ "$EXPECT_OFFLOAD" = 1 ]; then
         TEST_TIMEOUT=60 ALLOW_RC=1 run t_fault 3 "--mca coll_offload_watchdog 0.5" watchdog
     fi
