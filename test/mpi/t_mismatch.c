@@ -35,7 +35,7 @@
  * Rank 0 prints "t_mismatch: N passed, M failed" (all ranks' checks).
  */
 #include <mpi.h>
-#include <mpi-ext.h>
+#include "mpi_persist.h"
 
 #include <fcntl.h>
 #include <stdarg.h>
@@ -196,18 +196,18 @@ static int do_call(const args_t *a, int kind, MPI_Comm comm, const void *sbuf, v
     } else {
         switch (a->coll) {
         case C_ALLREDUCE:
-            rc = MPIX_Allreduce_init(sbuf, rbuf, a->count, a->type, a->op, comm, MPI_INFO_NULL,
+            rc = MPI_Allreduce_init(sbuf, rbuf, a->count, a->type, a->op, comm, MPI_INFO_NULL,
                                      &req);
             break;
         case C_REDUCE:
-            rc = MPIX_Reduce_init(sbuf, rbuf, a->count, a->type, a->op, a->root, comm,
+            rc = MPI_Reduce_init(sbuf, rbuf, a->count, a->type, a->op, a->root, comm,
                                   MPI_INFO_NULL, &req);
             break;
         case C_BCAST:
-            rc = MPIX_Bcast_init(rbuf, a->count, a->type, a->root, comm, MPI_INFO_NULL, &req);
+            rc = MPI_Bcast_init(rbuf, a->count, a->type, a->root, comm, MPI_INFO_NULL, &req);
             break;
         default:
-            rc = MPIX_Barrier_init(comm, MPI_INFO_NULL, &req);
+            rc = MPI_Barrier_init(comm, MPI_INFO_NULL, &req);
         }
         if (MPI_SUCCESS == rc) {
             rc = MPI_Start(&req);
