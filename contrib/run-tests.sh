@@ -76,7 +76,7 @@ mpi_pass=0
 mpi_fail=0
 suite() {
     log=$(mktemp)
-    EXPECT_OFFLOAD=1 COLL_SELECTION="--mca op ^avx" sh "$1" "$top/test/mpi" > "$log" 2>&1
+    EXPECT_OFFLOAD=1 COLL_SELECTION="--mca op ^avx" bash "$1" "$top/test/mpi" > "$log" 2>&1
     cat "$log"
     out=$(tail -n 1 "$log")
     rm -f "$log"

@@ -129,7 +129,7 @@ run_ends() {
 # of the first set-up or staging failing on a rank), asserting MODE's outcome.
 run_inject() {
     local np=$1 inject=$2 mode=$3
-    local log="$LOGDIR/t_setup_fail.np$np.$mode.${inject//[:,]/_}.log" t0 rc secs line p f
+    local log="$LOGDIR/t_setup_fail.np$np.$mode.$(echo "$inject" | tr ':,' '__').log" t0 rc secs line p f
     t0=$(date +%s)
     # shellcheck disable=SC2086
     timeout -k 15 "$TEST_TIMEOUT" $MPIRUN $MPIRUN_ARGS -np "$np" $COLL_SELECTION \
@@ -163,7 +163,7 @@ run_inject() {
 # be left, and the next named set-up on the node must remove it. One check.
 run_kill() {
     local np=$1 inject=$2 window=${3:-}
-    local log="$LOGDIR/t_setup_fail.np$np.kill.${inject//[:,]/_}.log" t0 rc secs pid0 why=""
+    local log="$LOGDIR/t_setup_fail.np$np.kill.$(echo "$inject" | tr ':,' '__').log" t0 rc secs pid0 why=""
     t0=$(date +%s)
     # shellcheck disable=SC2086
     timeout -k 15 60 $MPIRUN $MPIRUN_ARGS -np "$np" $COLL_SELECTION \
