@@ -25,10 +25,14 @@ static int parse_size(const char *s, size_t len, uint64_t *out)
     }
     memcpy(buf, s, len);
     buf[len] = '\0';
+    /* strtoull would take leading blanks and a sign (" -1" is UINT64_MAX) */
+    if (!isdigit((unsigned char) buf[0])) {
+        return -1;
+    }
     char *end = NULL;
     errno = 0;
     unsigned long long v = strtoull(buf, &end, 10);
-    if (errno || end == buf || '-' == buf[0]) {
+    if (errno || end == buf) {
         return -1;
     }
     unsigned shift = 0;
@@ -50,7 +54,8 @@ static int parse_size(const char *s, size_t len, uint64_t *out)
     default:
         return -1;
     }
-    if ('\0' != *end || v > (UINT64_MAX >> shift)) {
+    /* UINT64_MAX itself means "unbounded": a written size must stay below it */
+    if ('\0' != *end || v > (UINT64_MAX >> shift) || ((uint64_t) v << shift) == UINT64_MAX) {
         return -1;
     }
     *out = (uint64_t) v << shift;

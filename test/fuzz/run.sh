@@ -4,10 +4,14 @@
 # inputs go to a scratch copy, never into the tree). A harness passes when it
 # ran its time without a finding; a finding is shown with the input that
 # reproduces it (fuzz_NAME INPUT). Last line: "N passed, M failed".
+# FUZZ_SEED (default 1) fixes libFuzzer's seed so that a bounded run explores
+# the same way on every machine; FUZZ_SEED=0 takes a random one (longer runs
+# by hand, to look for new findings; a finding's input then joins corpus/).
 #   run.sh [HARNESS...]      default: attach mailbox get board ofi policy
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 secs=${FUZZ_SECONDS:-15}
+seed=${FUZZ_SEED:-1}
 work=${FUZZ_WORK:-$(mktemp -d /tmp/ofl-fuzz.XXXXXX)}
 harnesses=${*:-attach mailbox get board ofi policy}
 mkdir -p "$work"
@@ -22,7 +26,7 @@ fail=0
 for h in $harnesses; do
     mkdir -p "$work/corpus-$h"
     start=$(date +%s)
-    timeout $((secs + 120)) "$work/fuzz_$h" -max_total_time="$secs" -timeout=10 \
+    timeout $((secs + 120)) "$work/fuzz_$h" -max_total_time="$secs" -seed="$seed" -timeout=10 \
         -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1 \
         -artifact_prefix="$work/$h-" "$work/corpus-$h" "$here/corpus/$h" \
         > "$work/$h.log" 2>&1

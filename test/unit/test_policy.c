@@ -44,6 +44,10 @@ int main(void)
     bad("tree:4k,exchange:1k");    /* decreasing */
     bad("tree:4k,exchange:4k");    /* not increasing */
     bad("tree:-1");
+    bad("get:23k,get: -1,get");    /* blank and sign: strtoull would read UINT64_MAX */
+    bad("tree:+5");
+    bad("tree:18446744073709551615,get");   /* the unbounded sentinel written out */
+    bad("tree:17179869184G");      /* 2^64 */
     bad("tree:12q");
     bad("tree:");
     bad("tre:1k");
