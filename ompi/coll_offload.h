@@ -16,6 +16,7 @@
 #include "ompi/mca/coll/base/base.h"
 #include "ompi/mca/coll/coll.h"
 #include "coll_offload_compat.h"
+#include "coll_offload_below.h"
 
 #include "engine/agent.h"
 #include "engine/board.h"
@@ -80,6 +81,7 @@ typedef enum {
     OFL_INJECT_COMPILE,
     OFL_INJECT_AGREE,
     OFL_INJECT_STAGE,
+    OFL_INJECT_HIER,
     OFL_INJECT_COUNT
 } ofl_inject_t;
 
@@ -130,32 +132,7 @@ typedef struct {
     mca_coll_base_module_t super;
 
     /* The layer below us, saved (and retained) in enable before anything else. */
-    mca_coll_base_module_allreduce_fn_t prev_allreduce;
-    mca_coll_base_module_t *prev_allreduce_module;
-    mca_coll_base_module_reduce_fn_t prev_reduce;
-    mca_coll_base_module_t *prev_reduce_module;
-    mca_coll_base_module_bcast_fn_t prev_bcast;
-    mca_coll_base_module_t *prev_bcast_module;
-    mca_coll_base_module_barrier_fn_t prev_barrier;
-    mca_coll_base_module_t *prev_barrier_module;
-    /* Nonblocking and persistent: NULL when nothing below provides them (we
-     * then leave the slot alone). */
-    mca_coll_base_module_iallreduce_fn_t prev_iallreduce;
-    mca_coll_base_module_t *prev_iallreduce_module;
-    mca_coll_base_module_ireduce_fn_t prev_ireduce;
-    mca_coll_base_module_t *prev_ireduce_module;
-    mca_coll_base_module_ibcast_fn_t prev_ibcast;
-    mca_coll_base_module_t *prev_ibcast_module;
-    mca_coll_base_module_ibarrier_fn_t prev_ibarrier;
-    mca_coll_base_module_t *prev_ibarrier_module;
-    mca_coll_base_module_allreduce_init_fn_t prev_allreduce_init;
-    mca_coll_base_module_t *prev_allreduce_init_module;
-    mca_coll_base_module_reduce_init_fn_t prev_reduce_init;
-    mca_coll_base_module_t *prev_reduce_init_module;
-    mca_coll_base_module_bcast_init_fn_t prev_bcast_init;
-    mca_coll_base_module_t *prev_bcast_init_module;
-    mca_coll_base_module_barrier_init_fn_t prev_barrier_init;
-    mca_coll_base_module_t *prev_barrier_init_module;
+    mca_coll_offload_below_t below;
 
     ofl_mod_state_t state;
     int rank;

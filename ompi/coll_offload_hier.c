@@ -32,18 +32,16 @@
 #include "glue.h"
 #include "nic/ofi.h"
 
+/* A reduce crosses the node level in chunks of this many bytes at most, so a
+ * leader needs a fixed scratch reserved at set-up rather than one per call
+ * that could fail on one rank while the others go on. */
+#define HIER_SCRATCH_BYTES ((size_t) 1 << 20)
+
 typedef enum { HIER_UNSET = 0, HIER_SETTING_UP, HIER_READY, HIER_DISABLED } hier_state_t;
 
 typedef struct {
     mca_coll_base_module_t super;
-    mca_coll_base_module_allreduce_fn_t prev_allreduce;
-    mca_coll_base_module_t *prev_allreduce_module;
-    mca_coll_base_module_reduce_fn_t prev_reduce;
-    mca_coll_base_module_t *prev_reduce_module;
-    mca_coll_base_module_bcast_fn_t prev_bcast;
-    mca_coll_base_module_t *prev_bcast_module;
-    mca_coll_base_module_barrier_fn_t prev_barrier;
-    mca_coll_base_module_t *prev_barrier_module;
+    mca_coll_offload_below_t below;  /* saved and retained in enable */
 
     hier_state_t state;
     ompi_communicator_t *local;     /* the ranks of my node */
@@ -52,8 +50,8 @@ typedef struct {
     int *node_of;                   /* [size]: each rank's node (its leader's rank in leaders) */
     int *lrank_of;                  /* [size]: each rank's rank in its node */
     int nnodes;
-    void *tmp;                      /* a leader's partial result in a reduce; grows only */
-    size_t tmp_bytes;
+    void *tmp;                      /* a leader's partial results in a reduce, one chunk
+                                       of HIER_SCRATCH_BYTES at a time (leaders only) */
 
     /* The leaders' level on the libfabric NIC. net_ready: on a leader, its NIC
      * is up (agreed among leaders); on the others, their leader's is. */
@@ -101,18 +99,7 @@ static void hier_destruct(hier_module_t *h)
     free(h->node_of);
     free(h->lrank_of);
     free(h->tmp);
-    if (NULL != h->prev_allreduce_module) {
-        OBJ_RELEASE(h->prev_allreduce_module);
-    }
-    if (NULL != h->prev_reduce_module) {
-        OBJ_RELEASE(h->prev_reduce_module);
-    }
-    if (NULL != h->prev_bcast_module) {
-        OBJ_RELEASE(h->prev_bcast_module);
-    }
-    if (NULL != h->prev_barrier_module) {
-        OBJ_RELEASE(h->prev_barrier_module);
-    }
+    mca_coll_offload_below_release(&h->below);
     mca_coll_offload_wrap_ops_release();
 }
 
@@ -128,27 +115,26 @@ static int hier_disable(mca_coll_base_module_t *module, struct ompi_communicator
 static int hier_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
 {
     hier_module_t *h = (hier_module_t *) module;
-    /* Everything we replace, saved before anything is touched. */
-    h->prev_allreduce = comm->c_coll->coll_allreduce;
-    h->prev_allreduce_module = comm->c_coll->coll_allreduce_module;
-    h->prev_reduce = comm->c_coll->coll_reduce;
-    h->prev_reduce_module = comm->c_coll->coll_reduce_module;
-    h->prev_bcast = comm->c_coll->coll_bcast;
-    h->prev_bcast_module = comm->c_coll->coll_bcast_module;
-    h->prev_barrier = comm->c_coll->coll_barrier;
-    h->prev_barrier_module = comm->c_coll->coll_barrier_module;
-    if (NULL == h->prev_allreduce || NULL == h->prev_allreduce_module || NULL == h->prev_reduce
-        || NULL == h->prev_reduce_module || NULL == h->prev_bcast
-        || NULL == h->prev_bcast_module || NULL == h->prev_barrier
-        || NULL == h->prev_barrier_module || NULL == comm->c_coll->coll_allgather) {
-        h->prev_allreduce_module = h->prev_reduce_module = NULL;
-        h->prev_bcast_module = h->prev_barrier_module = NULL;
+    /* Everything we replace, saved before anything is touched; set-up also
+     * needs the allgather we leave in place. */
+    if (NULL == comm->c_coll->coll_allgather
+        || OMPI_SUCCESS != mca_coll_offload_below_save(&h->below, comm)) {
         return OMPI_ERROR;
     }
-    OBJ_RETAIN(h->prev_allreduce_module);
-    OBJ_RETAIN(h->prev_reduce_module);
-    OBJ_RETAIN(h->prev_bcast_module);
-    OBJ_RETAIN(h->prev_barrier_module);
+    /* The nonblocking and persistent reductions only go down with the op the
+     * layer below gets right (8/16-bit sums wrap); none below, none from us. */
+    if (NULL == h->below.iallreduce) {
+        h->super.coll_iallreduce = NULL;
+    }
+    if (NULL == h->below.ireduce) {
+        h->super.coll_ireduce = NULL;
+    }
+    if (NULL == h->below.allreduce_init) {
+        h->super.coll_allreduce_init = NULL;
+    }
+    if (NULL == h->below.reduce_init) {
+        h->super.coll_reduce_init = NULL;
+    }
     return OMPI_SUCCESS;
 }
 
@@ -258,45 +244,48 @@ static int hier_setup(hier_module_t *h, ompi_communicator_t *comm)
                                            h->local->c_coll->coll_bcast_module);
     }
     if (OMPI_SUCCESS == rc) {
-        all = malloc(sizeof(int) * 2 * (size_t) size);
+        /* (an injected failure is this allocation failing) */
+        all = mca_coll_offload_inject(OFL_INJECT_HIER, rank)
+                  ? NULL
+                  : malloc(sizeof(int) * 2 * (size_t) size);
         h->node_of = malloc(sizeof(int) * (size_t) size);
         h->lrank_of = malloc(sizeof(int) * (size_t) size);
-        rc = (NULL == all || NULL == h->node_of || NULL == h->lrank_of)
+        /* A leader's reduce scratch, reserved now (pages are touched only as
+         * reduces use them) so that no call can fail for want of it. */
+        h->tmp = 0 == h->lrank ? malloc(HIER_SCRATCH_BYTES) : NULL;
+        rc = (NULL == all || NULL == h->node_of || NULL == h->lrank_of
+              || (0 == h->lrank && NULL == h->tmp))
                  ? OMPI_ERR_OUT_OF_RESOURCE
                  : OMPI_SUCCESS;
     }
-    /* Every rank joins this one, whatever happened before on it: with the
-     * layout it carries every rank's verdict (a -1 node), so all agree. */
-    int dummy[2 * 64];
-    int *into = NULL != all ? all : (size <= 64 ? dummy : NULL);
-    if (NULL == into) {
-        /* Cannot even agree: nothing sensible is left but the error. */
-        h->state = HIER_DISABLED;
-        free(all);
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    if (OMPI_SUCCESS != rc) {
-        mine[0] = mine[1] = -1;
-    }
-    int arc = comm->c_coll->coll_allgather(mine, 2, &ompi_mpi_int.dt, into, 2, &ompi_mpi_int.dt,
+    /* Every rank joins the vote, whatever happened before on it, and only then
+     * the layout exchange: no rank leaves a collective the others are in. */
+    int vote = OMPI_SUCCESS == rc, all_ok = 0;
+    int arc = h->below.allreduce(&vote, &all_ok, 1, &ompi_mpi_int.dt, &ompi_mpi_op_min.op, comm,
+                                 h->below.allreduce_module);
+    if (OMPI_SUCCESS == arc && all_ok) {
+        arc = comm->c_coll->coll_allgather(mine, 2, &ompi_mpi_int.dt, all, 2, &ompi_mpi_int.dt,
                                            comm, comm->c_coll->coll_allgather_module);
-    int ok = OMPI_SUCCESS == arc && NULL != all;
+    }
+    int ok = OMPI_SUCCESS == arc && all_ok;
     int nnodes = 0;
     for (int r = 0; r < size && ok; ++r) {
-        ok = into[2 * r] >= 0 && into[2 * r + 1] >= 0;
+        ok = all[2 * r] >= 0 && all[2 * r + 1] >= 0;
         if (ok) {
-            h->lrank_of[r] = into[2 * r];
-            h->node_of[r] = into[2 * r + 1];
+            h->lrank_of[r] = all[2 * r];
+            h->node_of[r] = all[2 * r + 1];
             nnodes = h->node_of[r] + 1 > nnodes ? h->node_of[r] + 1 : nnodes;
         }
     }
     free(all);
     if (!ok) {
         opal_output_verbose(1, c->output,
-                            "coll:offload: %s: node-aware set-up failed on some rank; "
+                            "coll:offload: %s: node-aware set-up failed on %s; "
                             "everything goes to the fallback",
-                            comm->c_name);
+                            comm->c_name, OMPI_SUCCESS != rc ? "this rank" : "some rank");
         h->state = HIER_DISABLED;
+        free(h->tmp);
+        h->tmp = NULL;
         return OMPI_SUCCESS == arc ? OMPI_SUCCESS : arc;
     }
     h->nnodes = nnodes;
@@ -424,6 +413,14 @@ static int hier_reduction_ok(hier_module_t *h, ofl_coll_t coll, struct ompi_op_t
     if (bytes > p->hier_max_bytes[coll]) {
         return OFL_R_POLICY;
     }
+    /* A reduce goes through the leader's scratch: one element must fit it. */
+    ptrdiff_t lb, extent, true_lb, true_extent;
+    ompi_datatype_get_extent(dtype, &lb, &extent);
+    ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
+    if (OFL_COLL_REDUCE == coll
+        && (extent <= 0 || true_extent <= 0 || (size_t) true_extent > HIER_SCRATCH_BYTES)) {
+        return OFL_R_SIZE;
+    }
     (void) h;
     return OFL_R_OFFLOAD;
 }
@@ -445,8 +442,8 @@ static int hier_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_d
         if (HIER_SETTING_UP != h->state) {
             mca_coll_offload_note(OFL_KIND_BLOCKING, OFL_COLL_ALLREDUCE, why, bytes, comm);
         }
-        return h->prev_allreduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
-                                 comm, h->prev_allreduce_module);
+        return h->below.allreduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
+                                 comm, h->below.allreduce_module);
     }
     mca_coll_offload_note(OFL_KIND_BLOCKING, OFL_COLL_ALLREDUCE, OFL_R_OFFLOAD, bytes, comm);
     ompi_communicator_t *lo = h->local;
@@ -495,23 +492,6 @@ static int hier_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_d
 }
 
 /* A leader's scratch buffer for `count` elements of dtype (grows only). */
-static void *hier_scratch(hier_module_t *h, int count, struct ompi_datatype_t *dtype)
-{
-    ptrdiff_t lb, extent, true_lb, true_extent;
-    ompi_datatype_get_extent(dtype, &lb, &extent);
-    ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
-    size_t need = (size_t) true_extent + (size_t) (count > 0 ? count - 1 : 0) * (size_t) extent;
-    if (need > h->tmp_bytes) {
-        void *p = realloc(h->tmp, need);
-        if (NULL == p) {
-            return NULL;
-        }
-        h->tmp = p;
-        h->tmp_bytes = need;
-    }
-    return (char *) h->tmp - true_lb;
-}
-
 static int hier_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                        struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
                        mca_coll_base_module_t *module)
@@ -529,55 +509,59 @@ static int hier_reduce(const void *sbuf, void *rbuf, int count, struct ompi_data
         if (HIER_SETTING_UP != h->state) {
             mca_coll_offload_note(OFL_KIND_BLOCKING, OFL_COLL_REDUCE, why, bytes, comm);
         }
-        return h->prev_reduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op), root,
-                              comm, h->prev_reduce_module);
+        return h->below.reduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op), root,
+                              comm, h->below.reduce_module);
     }
     mca_coll_offload_note(OFL_KIND_BLOCKING, OFL_COLL_REDUCE, OFL_R_OFFLOAD, bytes, comm);
     int rank = ompi_comm_rank(comm);
     int root_node = h->node_of[root], root_lrank = h->lrank_of[root];
     int my_node = h->node_of[rank];
     ompi_communicator_t *lo = h->local;
-    /* Where a leader gathers its node's partial result: the root's own buffer
-     * when the leader is the root, scratch otherwise. Every rank knows whether
-     * its leader needs scratch, so an allocation failure is only the leader's;
-     * it still takes part (with NULL) and reports the error. */
-    void *acc = NULL;
-    int nomem = 0;
-    if (0 == h->lrank) {
-        acc = rank == root ? rbuf : hier_scratch(h, count, dtype);
-        nomem = NULL == acc;
-    }
-    const void *in = (rank == root && MPI_IN_PLACE == sbuf) ? rbuf : sbuf;
     struct ompi_op_t *lo_op = mca_coll_offload_reduce == lo->c_coll->coll_reduce
                                   ? op
                                   : mca_coll_offload_below_op(dtype, op);
-    if (0 == h->lrank) {
-        rc = lo->c_coll->coll_reduce(rank == root && MPI_IN_PLACE == sbuf ? MPI_IN_PLACE : in,
-                                     acc, count, dtype, lo_op, 0, lo,
-                                     lo->c_coll->coll_reduce_module);
-    } else {
-        rc = lo->c_coll->coll_reduce(in, NULL, count, dtype, lo_op, 0, lo,
-                                     lo->c_coll->coll_reduce_module);
-    }
-    if (OMPI_SUCCESS == rc && MPI_COMM_NULL != h->leaders) {
-        ompi_communicator_t *up = h->leaders;
-        int is_root_leader = my_node == root_node;
-        rc = up->c_coll->coll_reduce(is_root_leader ? MPI_IN_PLACE : acc,
-                                     is_root_leader ? acc : NULL, count, dtype,
-                                     mca_coll_offload_below_op(dtype, op), root_node, up,
-                                     up->c_coll->coll_reduce_module);
-    }
-    if (OMPI_SUCCESS == rc && my_node == root_node && 0 != root_lrank) {
-        /* The root is not its node's leader: one local message carries it. */
+    /* Same datatype and count on every rank (MPI), so every rank cuts the same
+     * chunks; hier_reduction_ok made sure one element fits the scratch. */
+    ptrdiff_t lb, extent, true_lb, true_extent;
+    ompi_datatype_get_extent(dtype, &lb, &extent);
+    ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
+    int per = (int) ((HIER_SCRATCH_BYTES - (size_t) true_extent) / (size_t) extent) + 1;
+    int in_place = rank == root && MPI_IN_PLACE == sbuf;
+    for (int at = 0; at < count && OMPI_SUCCESS == rc; at += per) {
+        int n = count - at < per ? count - at : per;
+        ptrdiff_t off = (ptrdiff_t) at * extent;
+        const char *in = (in_place ? (const char *) rbuf : (const char *) sbuf) + off;
+        /* Where a leader gathers its node's partial result: the root's own
+         * buffer when the leader is the root, its scratch otherwise. */
+        char *acc = NULL;
         if (0 == h->lrank) {
-            rc = MCA_PML_CALL(send(acc, count, dtype, root_lrank, MCA_COLL_BASE_TAG_REDUCE,
-                                   MCA_PML_BASE_SEND_STANDARD, lo));
-        } else if (rank == root) {
-            rc = MCA_PML_CALL(recv(rbuf, count, dtype, 0, MCA_COLL_BASE_TAG_REDUCE, lo,
-                                   MPI_STATUS_IGNORE));
+            acc = rank == root ? (char *) rbuf + off : (char *) h->tmp - true_lb;
+            rc = lo->c_coll->coll_reduce(in_place ? MPI_IN_PLACE : (const void *) in, acc, n,
+                                         dtype, lo_op, 0, lo, lo->c_coll->coll_reduce_module);
+        } else {
+            rc = lo->c_coll->coll_reduce(in, NULL, n, dtype, lo_op, 0, lo,
+                                         lo->c_coll->coll_reduce_module);
+        }
+        if (OMPI_SUCCESS == rc && MPI_COMM_NULL != h->leaders) {
+            ompi_communicator_t *up = h->leaders;
+            int is_root_leader = my_node == root_node;
+            rc = up->c_coll->coll_reduce(is_root_leader ? MPI_IN_PLACE : acc,
+                                         is_root_leader ? acc : NULL, n, dtype,
+                                         mca_coll_offload_below_op(dtype, op), root_node, up,
+                                         up->c_coll->coll_reduce_module);
+        }
+        if (OMPI_SUCCESS == rc && my_node == root_node && 0 != root_lrank) {
+            /* The root is not its node's leader: one local message carries it. */
+            if (0 == h->lrank) {
+                rc = MCA_PML_CALL(send(acc, n, dtype, root_lrank, MCA_COLL_BASE_TAG_REDUCE,
+                                       MCA_PML_BASE_SEND_STANDARD, lo));
+            } else if (rank == root) {
+                rc = MCA_PML_CALL(recv((char *) rbuf + off, n, dtype, 0,
+                                       MCA_COLL_BASE_TAG_REDUCE, lo, MPI_STATUS_IGNORE));
+            }
         }
     }
-    return nomem && OMPI_SUCCESS == rc ? OMPI_ERR_OUT_OF_RESOURCE : rc;
+    return rc;
 }
 
 static int hier_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
@@ -599,7 +583,7 @@ static int hier_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int r
         if (HIER_SETTING_UP != h->state) {
             mca_coll_offload_note(OFL_KIND_BLOCKING, OFL_COLL_BCAST, why, bytes, comm);
         }
-        return h->prev_bcast(buf, count, dtype, root, comm, h->prev_bcast_module);
+        return h->below.bcast(buf, count, dtype, root, comm, h->below.bcast_module);
     }
     mca_coll_offload_note(OFL_KIND_BLOCKING, OFL_COLL_BCAST, OFL_R_OFFLOAD, bytes, comm);
     int root_node = h->node_of[root], root_lrank = h->lrank_of[root];
@@ -633,7 +617,7 @@ static int hier_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t
         if (HIER_SETTING_UP != h->state) {
             mca_coll_offload_note(OFL_KIND_BLOCKING, OFL_COLL_BARRIER, OFL_R_NIC, 0, comm);
         }
-        return h->prev_barrier(comm, h->prev_barrier_module);
+        return h->below.barrier(comm, h->below.barrier_module);
     }
     mca_coll_offload_note(OFL_KIND_BLOCKING, OFL_COLL_BARRIER, OFL_R_OFFLOAD, 0, comm);
     ompi_communicator_t *lo = h->local;
@@ -657,6 +641,51 @@ static int hier_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t
     return rc;
 }
 
+/*
+ * Across nodes the nonblocking and persistent reductions are the layer below's;
+ * all this module adds is the op it hands down, so that 8/16-bit sums and
+ * products wrap there as they do everywhere else.
+ */
+static int hier_iallreduce(const void *sbuf, void *rbuf, int count,
+                           struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                           struct ompi_communicator_t *comm, ompi_request_t **request,
+                           mca_coll_base_module_t *module)
+{
+    hier_module_t *h = (hier_module_t *) module;
+    return h->below.iallreduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
+                               comm, request, h->below.iallreduce_module);
+}
+
+static int hier_ireduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                        struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
+                        ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    hier_module_t *h = (hier_module_t *) module;
+    return h->below.ireduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op), root,
+                            comm, request, h->below.ireduce_module);
+}
+
+static int hier_allreduce_init(const void *sbuf, void *rbuf, int count,
+                               struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                               struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                               ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    hier_module_t *h = (hier_module_t *) module;
+    return h->below.allreduce_init(sbuf, rbuf, count, dtype,
+                                   mca_coll_offload_below_op(dtype, op), comm, info, request,
+                                   h->below.allreduce_init_module);
+}
+
+static int hier_reduce_init(const void *sbuf, void *rbuf, int count,
+                            struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                            struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                            ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    hier_module_t *h = (hier_module_t *) module;
+    return h->below.reduce_init(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
+                                root, comm, info, request, h->below.reduce_init_module);
+}
+
 mca_coll_base_module_t *mca_coll_offload_hier_query(struct ompi_communicator_t *comm,
                                                     int *priority)
 {
@@ -670,6 +699,10 @@ mca_coll_base_module_t *mca_coll_offload_hier_query(struct ompi_communicator_t *
     h->super.coll_reduce = hier_reduce;
     h->super.coll_bcast = hier_bcast;
     h->super.coll_barrier = hier_barrier;
+    h->super.coll_iallreduce = hier_iallreduce;
+    h->super.coll_ireduce = hier_ireduce;
+    h->super.coll_allreduce_init = hier_allreduce_init;
+    h->super.coll_reduce_init = hier_reduce_init;
     *priority = mca_coll_offload_component.params.priority;
     (void) comm;
     return &h->super;

@@ -107,14 +107,6 @@ static void release_nic(mca_coll_offload_module_t *m)
     ofl_edges_fini(&m->edges);
 }
 
-#define RELEASE_PREV(m, coll)                                                       \
-    do {                                                                            \
-        if (NULL != (m)->prev_##coll##_module) {                                    \
-            OBJ_RELEASE((m)->prev_##coll##_module);                                 \
-            (m)->prev_##coll##_module = NULL;                                       \
-        }                                                                           \
-    } while (0)
-
 static void module_destruct(mca_coll_offload_module_t *m)
 {
     /* No instance is outstanding (each holds a reference on us); after this no
@@ -123,85 +115,33 @@ static void module_destruct(mca_coll_offload_module_t *m)
     release_nic(m);
     free(m->pack);
     m->pack = NULL;
-    if (m->prev_allreduce_module) {
-        OBJ_RELEASE(m->prev_allreduce_module);
-    }
-    if (m->prev_reduce_module) {
-        OBJ_RELEASE(m->prev_reduce_module);
-    }
-    if (m->prev_bcast_module) {
-        OBJ_RELEASE(m->prev_bcast_module);
-    }
-    if (m->prev_barrier_module) {
-        OBJ_RELEASE(m->prev_barrier_module);
-    }
-    RELEASE_PREV(m, iallreduce);
-    RELEASE_PREV(m, ireduce);
-    RELEASE_PREV(m, ibcast);
-    RELEASE_PREV(m, ibarrier);
-    RELEASE_PREV(m, allreduce_init);
-    RELEASE_PREV(m, reduce_init);
-    RELEASE_PREV(m, bcast_init);
-    RELEASE_PREV(m, barrier_init);
+    mca_coll_offload_below_release(&m->below);
     mca_coll_offload_wrap_ops_release();
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_offload_module_t, mca_coll_base_module_t, module_construct,
                    module_destruct);
 
-#define SAVE_PREV(m, comm, coll)                                                    \
-    do {                                                                            \
-        (m)->prev_##coll = (comm)->c_coll->coll_##coll;                             \
-        (m)->prev_##coll##_module = (comm)->c_coll->coll_##coll##_module;           \
-    } while (0)
-
-#define SAVE_OPTIONAL(m, comm, coll)                                                \
-    do {                                                                            \
-        SAVE_PREV(m, comm, coll);                                                   \
-        if (NULL == (m)->prev_##coll || NULL == (m)->prev_##coll##_module) {        \
-            (m)->prev_##coll = NULL;                                                \
-            (m)->prev_##coll##_module = NULL;                                       \
-            (m)->super.coll_##coll = NULL;                                          \
-        } else {                                                                    \
-            OBJ_RETAIN((m)->prev_##coll##_module);                                  \
-        }                                                                           \
-    } while (0)
-
 static int offload_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     /* Save every function we replace before touching anything: comm->c_coll holds
      * exactly the layer below us right now. */
-    SAVE_PREV(m, comm, allreduce);
-    SAVE_PREV(m, comm, reduce);
-    SAVE_PREV(m, comm, bcast);
-    SAVE_PREV(m, comm, barrier);
-    if (NULL == m->prev_allreduce || NULL == m->prev_reduce || NULL == m->prev_bcast
-        || NULL == m->prev_barrier || NULL == m->prev_allreduce_module
-        || NULL == m->prev_reduce_module || NULL == m->prev_bcast_module
-        || NULL == m->prev_barrier_module) {
+    if (OMPI_SUCCESS != mca_coll_offload_below_save(&m->below, comm)) {
         opal_output_verbose(1, mca_coll_offload_component.output,
                             "coll:offload: %s: no component below to fall back to; disabled",
                             comm->c_name);
-        m->prev_allreduce_module = m->prev_reduce_module = NULL;
-        m->prev_bcast_module = m->prev_barrier_module = NULL;
         return OMPI_ERROR;
     }
-    OBJ_RETAIN(m->prev_allreduce_module);
-    OBJ_RETAIN(m->prev_reduce_module);
-    OBJ_RETAIN(m->prev_bcast_module);
-    OBJ_RETAIN(m->prev_barrier_module);
     /* Nonblocking and persistent forms fall back to the layer below's own; where
      * it has none we do not offer ours (the call fails as it would without us,
      * instead of having nowhere to go). */
-    SAVE_OPTIONAL(m, comm, iallreduce);
-    SAVE_OPTIONAL(m, comm, ireduce);
-    SAVE_OPTIONAL(m, comm, ibcast);
-    SAVE_OPTIONAL(m, comm, ibarrier);
-    SAVE_OPTIONAL(m, comm, allreduce_init);
-    SAVE_OPTIONAL(m, comm, reduce_init);
-    SAVE_OPTIONAL(m, comm, bcast_init);
-    SAVE_OPTIONAL(m, comm, barrier_init);
+#define OFL_OFFER_IF_BELOW(c)                                                       \
+    if (NULL == m->below.c) {                                                       \
+        m->super.coll_##c = NULL;                                                   \
+    }
+    OFL_BELOW_SLOTS(OFL_OFFER_IF_BELOW)
+#undef OFL_OFFER_IF_BELOW
     return OMPI_SUCCESS;
 }
 
@@ -338,6 +278,7 @@ static const char *const inject_names[OFL_INJECT_COUNT] = {
     [OFL_INJECT_COMPILE] = "compile",
     [OFL_INJECT_AGREE] = "agree",
     [OFL_INJECT_STAGE] = "stage",
+    [OFL_INJECT_HIER] = "hier",
 };
 
 #define INJECT_MAX 4
@@ -512,7 +453,7 @@ static int setup_attempt(mca_coll_offload_module_t *m, struct ompi_communicator_
             vote[named ? VOTE_NIC : VOTE_ANON] = 0;
         }
     }
-    int rc = m->prev_bcast(&msg, (int) sizeof(msg), MPI_BYTE, 0, comm, m->prev_bcast_module);
+    int rc = m->below.bcast(&msg, (int) sizeof(msg), MPI_BYTE, 0, comm, m->below.bcast_module);
     if (OMPI_SUCCESS == rc && mca_coll_offload_inject(OFL_INJECT_BCAST, m->rank)) {
         rc = OMPI_ERROR;
     }
@@ -566,8 +507,8 @@ static int setup_attempt(mca_coll_offload_module_t *m, struct ompi_communicator_
             }
         }
     }
-    rc = m->prev_allreduce(vote, all_votes, VOTE_COUNT, MPI_INT, MPI_MIN, comm,
-                           m->prev_allreduce_module);
+    rc = m->below.allreduce(vote, all_votes, VOTE_COUNT, MPI_INT, MPI_MIN, comm,
+                           m->below.allreduce_module);
     if (OMPI_SUCCESS == rc && mca_coll_offload_inject(OFL_INJECT_AGREE, m->rank)) {
         rc = OMPI_ERROR;
     }
@@ -610,8 +551,8 @@ int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicato
         streams = 0;
     }
     int most = 0;
-    int rc = m->prev_allreduce(&streams, &most, 1, MPI_INT, MPI_MAX, comm,
-                               m->prev_allreduce_module);
+    int rc = m->below.allreduce(&streams, &most, 1, MPI_INT, MPI_MAX, comm,
+                               m->below.allreduce_module);
     size_t segsize = 0, share = 0;
     int cap_ok = 1;
     if (OMPI_SUCCESS == rc) {

@@ -1490,9 +1490,9 @@ int mca_coll_offload_iallreduce(const void *sbuf, void *rbuf, int count,
                        op, 0, NULL, request, &why);
     if (fell_back(why, OFL_KIND_NONBLOCKING, OFL_COLL_ALLREDUCE,
                   (size_t) count * dtype->super.size, comm)) {
-        return m->prev_iallreduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
+        return m->below.iallreduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
                                   comm, request,
-                                  m->prev_iallreduce_module);
+                                  m->below.iallreduce_module);
     }
     return rc;
 }
@@ -1508,9 +1508,9 @@ int mca_coll_offload_ireduce(const void *sbuf, void *rbuf, int count,
                        root, NULL, request, &why);
     if (fell_back(why, OFL_KIND_NONBLOCKING, OFL_COLL_REDUCE,
                   (size_t) count * dtype->super.size, comm)) {
-        return m->prev_ireduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
+        return m->below.ireduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
                                root, comm, request,
-                               m->prev_ireduce_module);
+                               m->below.ireduce_module);
     }
     return rc;
 }
@@ -1524,7 +1524,7 @@ int mca_coll_offload_ibcast(void *buf, int count, struct ompi_datatype_t *dtype,
     int rc = bcast(m, comm, REQ_NONBLOCKING, buf, count, dtype, root, NULL, request, &why);
     if (fell_back(why, OFL_KIND_NONBLOCKING, OFL_COLL_BCAST, (size_t) count * dtype->super.size,
                   comm)) {
-        return m->prev_ibcast(buf, count, dtype, root, comm, request, m->prev_ibcast_module);
+        return m->below.ibcast(buf, count, dtype, root, comm, request, m->below.ibcast_module);
     }
     return rc;
 }
@@ -1536,7 +1536,7 @@ int mca_coll_offload_ibarrier(struct ompi_communicator_t *comm, ompi_request_t *
     int why;
     int rc = barrier(m, comm, REQ_NONBLOCKING, NULL, request, &why);
     if (fell_back(why, OFL_KIND_NONBLOCKING, OFL_COLL_BARRIER, 0, comm)) {
-        return m->prev_ibarrier(comm, request, m->prev_ibarrier_module);
+        return m->below.ibarrier(comm, request, m->below.ibarrier_module);
     }
     return rc;
 }
@@ -1591,9 +1591,9 @@ int mca_coll_offload_allreduce_init(const void *sbuf, void *rbuf, int count,
         return rc;
     }
     ompi_request_t *inner = NULL;
-    rc = m->prev_allreduce_init(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
+    rc = m->below.allreduce_init(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
                                 comm, info, &inner,
-                                m->prev_allreduce_init_module);
+                                m->below.allreduce_init_module);
     return persistent_fallback(m, comm, OFL_COLL_ALLREDUCE, why, rc, inner, sbuf, rbuf, count,
                                dtype, op, 0, request);
 }
@@ -1619,9 +1619,9 @@ int mca_coll_offload_reduce_init(const void *sbuf, void *rbuf, int count,
         return rc;
     }
     ompi_request_t *inner = NULL;
-    rc = m->prev_reduce_init(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
+    rc = m->below.reduce_init(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
                              root, comm, info, &inner,
-                             m->prev_reduce_init_module);
+                             m->below.reduce_init_module);
     return persistent_fallback(m, comm, OFL_COLL_REDUCE, why, rc, inner, sbuf, rbuf, count,
                                dtype, op, root, request);
 }
@@ -1644,8 +1644,8 @@ int mca_coll_offload_bcast_init(void *buf, int count, struct ompi_datatype_t *dt
         return rc;
     }
     ompi_request_t *inner = NULL;
-    rc = m->prev_bcast_init(buf, count, dtype, root, comm, info, &inner,
-                            m->prev_bcast_init_module);
+    rc = m->below.bcast_init(buf, count, dtype, root, comm, info, &inner,
+                            m->below.bcast_init_module);
     return persistent_fallback(m, comm, OFL_COLL_BCAST, why, rc, inner, NULL, buf, count, dtype,
                                NULL, root, request);
 }
@@ -1667,7 +1667,7 @@ int mca_coll_offload_barrier_init(struct ompi_communicator_t *comm, struct ompi_
         return rc;
     }
     ompi_request_t *inner = NULL;
-    rc = m->prev_barrier_init(comm, info, &inner, m->prev_barrier_init_module);
+    rc = m->below.barrier_init(comm, info, &inner, m->below.barrier_init_module);
     return persistent_fallback(m, comm, OFL_COLL_BARRIER, why, rc, inner, NULL, NULL, 0, NULL,
                                NULL, 0, request);
 }

@@ -541,8 +541,8 @@ int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
             return OMPI_SUCCESS;
         }
         fallback_note(OFL_COLL_ALLREDUCE, R_OFFLOAD == reason ? R_NIC : reason, bytes, comm);
-        return m->prev_allreduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
-                                 comm, m->prev_allreduce_module);
+        return m->below.allreduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
+                                 comm, m->below.allreduce_module);
     }
     call.callno = (uint64_t) callno;
     call.send = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf;
@@ -572,8 +572,8 @@ static int reduce_impl(const void *sbuf, void *rbuf, int count, struct ompi_data
             return rc;
         }
         fallback_note(OFL_COLL_REDUCE, R_POLICY, bytes, comm);
-        return m->prev_reduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op), root,
-                              comm, m->prev_reduce_module);
+        return m->below.reduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op), root,
+                              comm, m->below.reduce_module);
     }
     ofl_call_t call = { 0 };
     ofl_alg_t alg = OFL_ALG_FALLBACK;
@@ -601,8 +601,8 @@ static int reduce_impl(const void *sbuf, void *rbuf, int count, struct ompi_data
             return OMPI_SUCCESS;
         }
         fallback_note(OFL_COLL_REDUCE, R_OFFLOAD == reason ? R_NIC : reason, bytes, comm);
-        return m->prev_reduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op), root,
-                              comm, m->prev_reduce_module);
+        return m->below.reduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op), root,
+                              comm, m->below.reduce_module);
     }
     call.callno = (uint64_t) callno;
     call.send = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf;
@@ -695,7 +695,7 @@ int mca_coll_offload_bcast(void *buf, int count, struct ompi_datatype_t *dtype, 
             return OMPI_SUCCESS;
         }
         fallback_note(OFL_COLL_BCAST, R_OFFLOAD == reason ? R_NIC : reason, bytes, comm);
-        return m->prev_bcast(buf, count, dtype, root, comm, m->prev_bcast_module);
+        return m->below.bcast(buf, count, dtype, root, comm, m->below.bcast_module);
     }
     ofl_call_t call = { .fn = NULL, .elem = 1, .count = bytes, .sig = sig,
                         .callno = (uint64_t) callno };
@@ -757,7 +757,7 @@ int mca_coll_offload_barrier(struct ompi_communicator_t *comm, mca_coll_base_mod
             return rc;
         }
         fallback_note(OFL_COLL_BARRIER, R_OFFLOAD == reason ? R_NIC : reason, 0, comm);
-        return m->prev_barrier(comm, m->prev_barrier_module);
+        return m->below.barrier(comm, m->below.barrier_module);
     }
     ofl_call_t call = { .send = NULL, .recv = NULL, .fn = NULL, .elem = 1, .count = 0,
                         .sig = sig, .callno = (uint64_t) callno };

@@ -268,7 +268,8 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
         "/proc is refused: a named segment is used), attach, probe (the "
         "cross-memory read test), compile (the programs), agree (the agreement allreduce "
         "returns an error), stage (the staging allocation of a non-contiguous bcast or "
-        "ibcast); with :kill the rank SIGKILLs itself right after the step instead. Empty "
+        "ibcast), hier (the node-aware set-up of a communicator spanning nodes: its "
+        "allocations); with :kill the rank SIGKILLs itself right after the step instead. Empty "
         "(default): nothing is injected",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
         &p->inject);

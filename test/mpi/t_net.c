@@ -7,6 +7,10 @@
  *              unsigned), counts 1, 7, 1000 and 70000 (several segments), in
  *              place and not, results checked against sums and extremes
  *              computed here from every rank's inputs;
+ *   reduce     int64 SUM of 393221 and 262144 elements (3 and 2 MiB: the
+ *              node-aware reduce crosses the node level in 1 MiB chunks
+ *              through the leader's scratch; the last one partial or not),
+ *              to the first and the last rank, in place at the root and not;
  *   barrier    many, back to back;
  *   counters   with --expect-offload: every node leader's
  *              coll_offload_ofi_writes and _bytes rose (it sent over the
@@ -101,6 +105,42 @@ int main(int argc, char **argv)
                     "iteration %d count %zu%s: rc %d, %zu of %zu elements wrong (first [%zu])",
                     it, n, inplace ? " in place" : "", rc, bad, n, first);
         }
+    }
+    t_section_end();
+    t_section_begin("node-aware reduce in chunks");
+    {
+        const size_t big = 393221;
+        int64_t *bs = malloc(big * sizeof(int64_t)), *br = malloc(big * sizeof(int64_t));
+        for (int k = 0; k < 4; ++k) {
+            int root = k % 2 ? size - 1 : 0;
+            int inplace = k / 2;
+            int n = k % 2 ? 262144 : (int) big;
+            for (size_t i = 0; i < big; ++i) {
+                bs[i] = ival(rank, i, 7 + k);
+            }
+            int rc;
+            if (inplace && rank == root) {
+                memcpy(br, bs, big * sizeof(int64_t));
+                rc = MPI_Reduce(MPI_IN_PLACE, br, n, MPI_INT64_T, MPI_SUM, root, MPI_COMM_WORLD);
+            } else {
+                rc = MPI_Reduce(bs, br, n, MPI_INT64_T, MPI_SUM, root, MPI_COMM_WORLD);
+            }
+            size_t bad = 0, first = 0, used = (size_t) n;
+            for (size_t i = 0; rank == root && i < used; ++i) {
+                int64_t want = 0;
+                for (int r = 0; r < size; ++r) {
+                    want += ival(r, i, 7 + k);
+                }
+                if (br[i] != want) {
+                    first = bad++ ? first : i;
+                }
+            }
+            t_check(MPI_SUCCESS == rc && 0 == bad,
+                    "reduce of %d int64 to %d%s: rc %d, %zu wrong (first [%zu])", n, root,
+                    inplace ? " in place" : "", rc, bad, first);
+        }
+        free(bs);
+        free(br);
     }
     t_section_end();
     t_section_begin("barrier over the leaders' NIC");

@@ -1,0 +1,45 @@
+/*
+ * coll/offload — the layer below: the collective functions (and their modules)
+ * that were installed on a communicator before ours, which every fallback calls.
+ *
+ * Both modules (the node module and the node-aware one) keep one of these,
+ * saved in enable before they install anything, with every saved module
+ * retained until the module is destructed: a module below may otherwise go
+ * away while a fallback still needs it.
+ */
+#ifndef MCA_COLL_OFFLOAD_BELOW_H
+#define MCA_COLL_OFFLOAD_BELOW_H
+
+#include "ompi_config.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/mca/coll/coll.h"
+
+/* Every slot we may replace; X(name) once for each. */
+#define OFL_BELOW_SLOTS(X)                                                          \
+    X(allreduce) X(reduce) X(bcast) X(barrier)                                      \
+    X(iallreduce) X(ireduce) X(ibcast) X(ibarrier)                                  \
+    X(allreduce_init) X(reduce_init) X(bcast_init) X(barrier_init)
+
+#define OFL_BELOW_FIELD(c)                                                          \
+    mca_coll_base_module_##c##_fn_t c;                                              \
+    mca_coll_base_module_t *c##_module;
+
+typedef struct {
+    OFL_BELOW_SLOTS(OFL_BELOW_FIELD)
+} mca_coll_offload_below_t;
+
+#undef OFL_BELOW_FIELD
+
+/*
+ * Save every slot from comm's current table and retain every module saved. A
+ * slot without a function or without a module is saved as NULL/NULL (the
+ * caller then leaves its own slot alone). The four blocking collectives are
+ * required: when one is missing, nothing is kept and OMPI_ERROR is returned.
+ */
+int mca_coll_offload_below_save(mca_coll_offload_below_t *below,
+                                const struct ompi_communicator_t *comm);
+
+/* Release every module saved; safe on a zeroed or already released struct. */
+void mca_coll_offload_below_release(mca_coll_offload_below_t *below);
+
+#endif
