@@ -403,10 +403,11 @@ int mca_coll_offload_map_kind(struct ompi_datatype_t *dtype, struct ompi_op_t *o
 /* Predefined datatypes that could not be told apart from another of the same id
  * (not offloaded); 0 on Open MPI 4.1. */
 int mca_coll_offload_types_overflow(void);
-/* The op to hand the layer below for (dtype, op): `op` itself, except for 8- and
- * 16-bit integer MPI_SUM/MPI_PROD, which get a user op over the ALU's wrapping
- * kernels (stock op/avx saturates them). Each module holds a reference on those
- * ops from construction to destruction. */
+/* The op to hand the layer below for (dtype, op): `op` itself, except where the
+ * stock op is wrong: 8- and 16-bit integer MPI_SUM/MPI_PROD (op/avx saturates
+ * them) and MPI_MIN/MPI_MAX on MPI_UNSIGNED_LONG and MPI_OFFSET (wrong
+ * signedness) get a user op over the ALU's kernels. Each module holds a
+ * reference on those ops from construction to destruction. */
 struct ompi_op_t *mca_coll_offload_below_op(struct ompi_datatype_t *dtype, struct ompi_op_t *op);
 void mca_coll_offload_wrap_ops_retain(void);
 void mca_coll_offload_wrap_ops_release(void);

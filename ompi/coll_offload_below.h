@@ -14,11 +14,19 @@
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
 
+/* The reductions we do not run ourselves but hand down with the op the layer
+ * below gets right (see mca_coll_offload_below_op); X(name) once for each. */
+#define OFL_PASSTHRU_SLOTS(X)                                                       \
+    X(reduce_scatter) X(reduce_scatter_block) X(scan) X(exscan)                     \
+    X(ireduce_scatter) X(ireduce_scatter_block) X(iscan) X(iexscan)                 \
+    X(reduce_scatter_init) X(reduce_scatter_block_init) X(scan_init) X(exscan_init)
+
 /* Every slot we may replace; X(name) once for each. */
 #define OFL_BELOW_SLOTS(X)                                                          \
     X(allreduce) X(reduce) X(bcast) X(barrier)                                      \
     X(iallreduce) X(ireduce) X(ibcast) X(ibarrier)                                  \
-    X(allreduce_init) X(reduce_init) X(bcast_init) X(barrier_init)
+    X(allreduce_init) X(reduce_init) X(bcast_init) X(barrier_init)                  \
+    OFL_PASSTHRU_SLOTS(X)
 
 #define OFL_BELOW_FIELD(c)                                                          \
     mca_coll_base_module_##c##_fn_t c;                                              \
@@ -41,5 +49,16 @@ int mca_coll_offload_below_save(mca_coll_offload_below_t *below,
 
 /* Release every module saved; safe on a zeroed or already released struct. */
 void mca_coll_offload_below_release(mca_coll_offload_below_t *below);
+
+/* How both modules begin, so that the pass-through entries find the layer
+ * below in either (each module checks its layout against this). */
+typedef struct {
+    mca_coll_base_module_t super;
+    mca_coll_offload_below_t below;
+} mca_coll_offload_base_module_t;
+
+/* Fill the OFL_PASSTHRU_SLOTS of a module (before enable; enable then empties
+ * those the layer below does not have). */
+void mca_coll_offload_passthru_install(mca_coll_base_module_t *module);
 
 #endif

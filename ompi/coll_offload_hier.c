@@ -105,6 +105,9 @@ static void hier_destruct(hier_module_t *h)
 
 static OBJ_CLASS_INSTANCE(hier_module_t, mca_coll_base_module_t, hier_construct, hier_destruct);
 
+_Static_assert(offsetof(hier_module_t, below) == offsetof(mca_coll_offload_base_module_t, below),
+               "the pass-through entries find the layer below at the same place in both modules");
+
 static int hier_disable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
 {
     (void) module;
@@ -135,6 +138,12 @@ static int hier_enable(mca_coll_base_module_t *module, struct ompi_communicator_
     if (NULL == h->below.reduce_init) {
         h->super.coll_reduce_init = NULL;
     }
+#define OFL_OFFER_IF_BELOW(c)                                                       \
+    if (NULL == h->below.c) {                                                       \
+        h->super.coll_##c = NULL;                                                   \
+    }
+    OFL_PASSTHRU_SLOTS(OFL_OFFER_IF_BELOW)
+#undef OFL_OFFER_IF_BELOW
     return OMPI_SUCCESS;
 }
 
@@ -703,6 +712,7 @@ mca_coll_base_module_t *mca_coll_offload_hier_query(struct ompi_communicator_t *
     h->super.coll_ireduce = hier_ireduce;
     h->super.coll_allreduce_init = hier_allreduce_init;
     h->super.coll_reduce_init = hier_reduce_init;
+    mca_coll_offload_passthru_install(&h->super);
     *priority = mca_coll_offload_component.params.priority;
     (void) comm;
     return &h->super;

@@ -35,9 +35,14 @@ static void module_construct(mca_coll_offload_module_t *m)
     m->super.coll_reduce_init = mca_coll_offload_reduce_init;
     m->super.coll_bcast_init = mca_coll_offload_bcast_init;
     m->super.coll_barrier_init = mca_coll_offload_barrier_init;
+    mca_coll_offload_passthru_install(&m->super);
     mca_coll_offload_nb_module_init(m);
     mca_coll_offload_wrap_ops_retain();
 }
+
+_Static_assert(offsetof(mca_coll_offload_module_t, below)
+                   == offsetof(mca_coll_offload_base_module_t, below),
+               "the pass-through entries find the layer below at the same place in both modules");
 
 /* This process's part of the node-wide cap: the cap divided among the job's
  * processes on the node, so that no process needs to know what the others hold. */

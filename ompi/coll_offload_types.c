@@ -209,7 +209,7 @@ int mca_coll_offload_map(struct ompi_datatype_t *dtype, struct ompi_op_t *op, of
  * process, created by the first module and released with the last.
  */
 static pthread_mutex_t wrap_lock = PTHREAD_MUTEX_INITIALIZER;
-static ompi_op_t *wrap_op[2];   /* SUM, PROD */
+static ompi_op_t *wrap_op[4];   /* SUM, PROD, MIN, MAX */
 static int wrap_refs;
 
 static inline void wrap_apply(ofl_op_t o, ompi_op_t *intrinsic, void *in, void *inout,
@@ -236,12 +236,24 @@ static void wrap_prod(void *in, void *inout, int *len, struct ompi_datatype_t **
     wrap_apply(OFL_OP_PROD, &ompi_mpi_op_prod.op, in, inout, len, dt);
 }
 
+static void wrap_min(void *in, void *inout, int *len, struct ompi_datatype_t **dt)
+{
+    wrap_apply(OFL_OP_MIN, &ompi_mpi_op_min.op, in, inout, len, dt);
+}
+
+static void wrap_max(void *in, void *inout, int *len, struct ompi_datatype_t **dt)
+{
+    wrap_apply(OFL_OP_MAX, &ompi_mpi_op_max.op, in, inout, len, dt);
+}
+
 void mca_coll_offload_wrap_ops_retain(void)
 {
     pthread_mutex_lock(&wrap_lock);
     if (0 == wrap_refs++) {
         wrap_op[0] = ompi_op_create_user(true, (ompi_op_fortran_handler_fn_t *) wrap_sum);
         wrap_op[1] = ompi_op_create_user(true, (ompi_op_fortran_handler_fn_t *) wrap_prod);
+        wrap_op[2] = ompi_op_create_user(true, (ompi_op_fortran_handler_fn_t *) wrap_min);
+        wrap_op[3] = ompi_op_create_user(true, (ompi_op_fortran_handler_fn_t *) wrap_max);
     }
     pthread_mutex_unlock(&wrap_lock);
 }
@@ -250,7 +262,7 @@ void mca_coll_offload_wrap_ops_release(void)
 {
     pthread_mutex_lock(&wrap_lock);
     if (wrap_refs > 0 && 0 == --wrap_refs) {
-        for (int i = 0; i < 2; ++i) {
+        for (int i = 0; i < 4; ++i) {
             if (NULL != wrap_op[i]) {
                 OBJ_RELEASE(wrap_op[i]);
                 wrap_op[i] = NULL;
@@ -262,6 +274,15 @@ void mca_coll_offload_wrap_ops_release(void)
 
 struct ompi_op_t *mca_coll_offload_below_op(struct ompi_datatype_t *dtype, struct ompi_op_t *op)
 {
+    if (op == &ompi_mpi_op_min.op || op == &ompi_mpi_op_max.op) {
+        /* Open MPI 4.1's own MIN/MAX compare MPI_UNSIGNED_LONG as signed and
+         * MPI_OFFSET as unsigned (5.0.7: MPI_OFFSET still); the ALU's are right. */
+        if (dtype == &ompi_mpi_unsigned_long.dt || dtype == &ompi_mpi_offset.dt) {
+            struct ompi_op_t *w = wrap_op[op == &ompi_mpi_op_min.op ? 2 : 3];
+            return NULL != w ? w : op;
+        }
+        return op;
+    }
     int which;
     if (OPAL_LIKELY(op != &ompi_mpi_op_sum.op && op != &ompi_mpi_op_prod.op)) {
         return op;

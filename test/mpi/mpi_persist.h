@@ -15,6 +15,10 @@
 #define MPI_Reduce_init MPIX_Reduce_init
 #define MPI_Bcast_init MPIX_Bcast_init
 #define MPI_Barrier_init MPIX_Barrier_init
+#define MPI_Reduce_scatter_init MPIX_Reduce_scatter_init
+#define MPI_Reduce_scatter_block_init MPIX_Reduce_scatter_block_init
+#define MPI_Scan_init MPIX_Scan_init
+#define MPI_Exscan_init MPIX_Exscan_init
 #endif
 
 #endif

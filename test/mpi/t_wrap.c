@@ -16,6 +16,12 @@
  *     component's policy hands to the layer below. Meant to run WITHOUT
  *     "--mca op ^avx": stock op/avx saturates 8/16-bit sums (open-mpi/ompi#8045),
  *     so `--mca coll ^offload` fails this test.
+ * (c) the reductions the component does not run itself: MPI_Reduce_scatter_block,
+ *     MPI_Reduce_scatter, MPI_Scan, MPI_Exscan, blocking, nonblocking and
+ *     persistent, with 8/16-bit SUM/PROD (must wrap) and MIN/MAX on
+ *     MPI_UNSIGNED_LONG and MPI_OFFSET (values on both sides of 2^63: Open MPI
+ *     4.1's own MIN/MAX get their signedness wrong), and MIN/MAX on those types
+ *     through MPI_Allreduce/MPI_Reduce at sizes offloaded and handed down.
  *
  * Every rank's contribution to element i is a function of (seed, type, rank, i),
  * not of the count, so the expected result of element i is computed once per
@@ -244,6 +250,179 @@ static void test_wrap(void)
     }
 }
 
+/* ---- (c) the reductions handed down -------------------------------------- */
+
+enum { G_RSB, G_RS, G_SCAN, G_EXSCAN, G_ALLREDUCE, G_REDUCE, G_N };
+static const char *g_names[G_N] = { "reduce_scatter_block", "reduce_scatter", "scan", "exscan",
+                                    "allreduce", "reduce" };
+enum { V_BLOCKING, V_NONBLOCKING, V_PERSISTENT, V_N };
+static const char *v_names[V_N] = { "", "(nonblocking)", "(persistent)" };
+
+/* Combine of two values of `width` bytes; signedness matters for MIN/MAX. */
+static uint64_t combine(int opk, int width, int is_signed, uint64_t a, uint64_t b)
+{
+    uint64_t mask = mask_of(width);
+    a &= mask;
+    b &= mask;
+    switch (opk) {
+    case 0: return (a + b) & mask;
+    case 1: return (a * b) & mask;
+    default: {
+        int a_lt_b;
+        if (is_signed) {
+            int sh = 64 - 8 * width;
+            a_lt_b = (int64_t) (a << sh) < (int64_t) (b << sh);
+        } else {
+            a_lt_b = a < b;
+        }
+        return (2 == opk) == a_lt_b ? a : b;
+    }
+    }
+}
+
+/* Element i's contribution for (c): for MIN/MAX, values on both sides of 2^63. */
+static uint64_t g_contrib(int t, int opk, int rank, int i)
+{
+    uint64_t v = contrib(t, rank, i, 1 == opk);
+    if (opk >= 2 && (i + rank) % 3 == 0) {
+        v &= 0x7fffffffffffffffULL;
+    }
+    return v;
+}
+
+/* One call of generalised form g (variant v) of count elements per rank
+ * (reduce_scatter: count per rank's block), op kind opk (0 SUM 1 PROD 2 MIN 3 MAX). */
+static void g_call(int g, int v, int t, int opk, int count)
+{
+    itype_t *it = &itypes[t];
+    static const MPI_Op ops[4] = { MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX };
+    int is_signed = it->dt == MPI_OFFSET;
+    int total = (G_RSB == g || G_RS == g) ? count * np : count;
+    static unsigned char gs[MAXCOUNT * 8 * 2], gr[MAXCOUNT * 8 * 2];
+    for (int i = 0; i < total; i++) {
+        store(gs, i, it->width, g_contrib(t, opk, me, i));
+    }
+    int out = (G_RSB == g || G_RS == g) ? count : total;
+    memset(gr, 0xa5, (size_t) (out + 8) * (size_t) it->width);
+    int root = count % np;
+    int rcounts[64];
+    for (int r = 0; r < np && r < 64; r++) {
+        rcounts[r] = count;
+    }
+    MPI_Request req;
+    int rc = MPI_SUCCESS;
+    MPI_Op o = ops[opk];
+    MPI_Datatype d = it->dt;
+    MPI_Comm w = MPI_COMM_WORLD;
+    MPI_Info ni = MPI_INFO_NULL;
+    if (V_BLOCKING == v) {
+        switch (g) {
+        case G_RSB: rc = MPI_Reduce_scatter_block(gs, gr, count, d, o, w); break;
+        case G_RS: rc = MPI_Reduce_scatter(gs, gr, rcounts, d, o, w); break;
+        case G_SCAN: rc = MPI_Scan(gs, gr, count, d, o, w); break;
+        case G_EXSCAN: rc = MPI_Exscan(gs, gr, count, d, o, w); break;
+        case G_ALLREDUCE: rc = MPI_Allreduce(gs, gr, count, d, o, w); break;
+        default: rc = MPI_Reduce(gs, gr, count, d, o, root, w); break;
+        }
+    } else {
+        if (V_NONBLOCKING == v) {
+            switch (g) {
+            case G_RSB: rc = MPI_Ireduce_scatter_block(gs, gr, count, d, o, w, &req); break;
+            case G_RS: rc = MPI_Ireduce_scatter(gs, gr, rcounts, d, o, w, &req); break;
+            case G_SCAN: rc = MPI_Iscan(gs, gr, count, d, o, w, &req); break;
+            default: rc = MPI_Iexscan(gs, gr, count, d, o, w, &req); break;
+            }
+        } else {
+            switch (g) {
+            case G_RSB: rc = MPI_Reduce_scatter_block_init(gs, gr, count, d, o, w, ni, &req); break;
+            case G_RS: rc = MPI_Reduce_scatter_init(gs, gr, rcounts, d, o, w, ni, &req); break;
+            case G_SCAN: rc = MPI_Scan_init(gs, gr, count, d, o, w, ni, &req); break;
+            default: rc = MPI_Exscan_init(gs, gr, count, d, o, w, ni, &req); break;
+            }
+            if (MPI_SUCCESS == rc) {
+                rc = MPI_Start(&req);
+            }
+        }
+        if (MPI_SUCCESS == rc) {
+            rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+        }
+        if (MPI_SUCCESS == rc && V_PERSISTENT == v) {
+            rc = MPI_Request_free(&req);
+        }
+    }
+    const char *opn[4] = { "SUM", "PROD", "MIN", "MAX" };
+    if (!t_check(MPI_SUCCESS == rc, "%s%s %s %s count %d: error %d", g_names[g], v_names[v],
+                 it->name, opn[opk], count, rc)) {
+        return;
+    }
+    /* Which ranks' contributions make my result, and from which element on. */
+    int lo = 0, hi = np - 1, base = 0, has = 1;
+    switch (g) {
+    case G_RSB: case G_RS: base = me * count; break;
+    case G_SCAN: hi = me; break;
+    case G_EXSCAN: hi = me - 1; has = me > 0; break;
+    case G_REDUCE: has = me == root; break;
+    default: break;
+    }
+    int bad = 0, first = -1;
+    uint64_t want_first = 0;
+    for (int i = 0; has && i < out; i++) {
+        uint64_t acc = g_contrib(t, opk, lo, base + i);
+        for (int r = lo + 1; r <= hi; r++) {
+            acc = combine(opk, it->width, is_signed, acc, g_contrib(t, opk, r, base + i));
+        }
+        acc &= mask_of(it->width);
+        if (load(gr, i, it->width) != acc) {
+            if (first < 0) {
+                first = i;
+                want_first = acc;
+            }
+            bad++;
+        }
+    }
+    if (has || G_EXSCAN != g) {
+        for (int i = out * it->width; i < (out + 8) * it->width && G_REDUCE != g; i++) {
+            bad += gr[i] != 0xa5;
+        }
+    }
+    t_check(0 == bad, "%s%s %s %s count %d np %d: %d wrong%s, first [%d] = %llu, want %llu",
+            g_names[g], v_names[v], it->name, opn[opk], count, np, bad,
+            first < 0 ? " (bytes past the result)" : "", first,
+            first < 0 ? 0ULL : (unsigned long long) load(gr, first, it->width),
+            (unsigned long long) want_first);
+}
+
+static void test_handed_down(void)
+{
+    static const int counts[] = { 1, 7, 64, 1000, 4096 };
+    for (int t = 0; t < n_itypes; t++) {
+        itype_t *it = &itypes[t];
+        int narrow = it->width <= 2;
+        int minmax = it->dt == MPI_UNSIGNED_LONG || it->dt == MPI_OFFSET;
+        if (!narrow && !minmax) {
+            continue;
+        }
+        for (int opk = narrow ? 0 : 2; opk < (narrow ? 2 : 4); opk++) {
+            for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++) {
+                int count = counts[ci];
+                if (t_opt.quick && 0 != ci % 2) {
+                    continue;
+                }
+                for (int g = 0; g < G_N; g++) {
+                    if ((G_ALLREDUCE == g || G_REDUCE == g) && !minmax) {
+                        continue;   /* (b) covers them */
+                    }
+                    g_call(g, V_BLOCKING, t, opk, count);
+                    if (!blocking_only && g < G_ALLREDUCE && 1 == count % 2) {
+                        g_call(g, V_NONBLOCKING, t, opk, count);
+                        g_call(g, V_PERSISTENT, t, opk, count);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /* ---- (a) identity ---------------------------------------------------------- */
 
 static t_pvar_t pv[1] = { { .name = "coll_offload_allreduce_offloaded" } };
@@ -454,6 +633,9 @@ int main(int argc, char **argv)
     t_section_end();
     t_section_begin("(b) integer SUM/PROD wrap at every size");
     test_wrap();
+    t_section_end();
+    t_section_begin("(c) the reductions handed down");
+    test_handed_down();
     t_section_end();
     if (t_opt.expect_offload) {
         t_pvars_close(pv, 1);
