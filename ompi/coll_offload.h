@@ -150,6 +150,9 @@ typedef struct {
     int single_copy;          /* every rank can read every other's memory */
     size_t shm_share;         /* bytes counted in the component's shm_bytes for us */
     int board;                /* small allreduces/barriers may use the board */
+    /* A board reduce's result at ranks other than the root, and a board bcast's
+     * non-contiguous data (packed): never more than the board holds. */
+    _Alignas(16) unsigned char board_scratch[OFL_BOARD_MAX_LINES * OFL_BOARD_LINE_BYTES];
     ofl_wait_opts_t wait_opts;  /* blocking waits (MCA values, fixed after init) */
     struct ompi_datatype_t *map_dtype;   /* the last (dtype, op) mapped onto the ALU */
     struct ompi_op_t *map_op;

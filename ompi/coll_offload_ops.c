@@ -376,7 +376,9 @@ static int run(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_
     return rc;
 }
 
-/* A blocking allreduce or barrier on the board (engine/board.h). */
+/* A blocking allreduce, reduce, bcast or barrier on the board (engine/board.h):
+ * every rank posts its payload and combines everybody's (a reduce keeps the
+ * result at the root only; a bcast is an OR of the root's bytes with zeros). */
 static int run_board(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_call_t *call,
                      struct ompi_communicator_t *comm)
 {
@@ -607,6 +609,12 @@ static int reduce_impl(const void *sbuf, void *rbuf, int count, struct ompi_data
     call.callno = (uint64_t) callno;
     call.send = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf;
     call.recv = rbuf;
+    if (mca_coll_offload_board_takes(m, alg, call.count * call.elem)) {
+        if (m->rank != root) {
+            call.recv = m->board_scratch;   /* rbuf is not significant here */
+        }
+        return run_board(m, OFL_COLL_REDUCE, &call, comm);
+    }
     return run(m, OFL_COLL_REDUCE, &m->reduce[root], &call, comm);
 }
 
@@ -665,6 +673,34 @@ int mca_coll_offload_stage(void *stage, void *buf, int count, struct ompi_dataty
     return rc;
 }
 
+/* A bcast small enough for the board: the root's bytes ORed with everybody
+ * else's zeros, which every rank reads from the lines, as a reduction would. */
+static int bcast_board(mca_coll_offload_module_t *m, void *buf, int count,
+                       struct ompi_datatype_t *dtype, int root, int staged, ofl_call_t *call,
+                       struct ompi_communicator_t *comm)
+{
+    static const unsigned char zeros[OFL_BOARD_MAX_LINES * OFL_BOARD_LINE_BYTES];
+    size_t bytes = call->count;
+    unsigned char *data = m->board_scratch;
+    if (!staged) {
+        ptrdiff_t true_lb = 0, true_extent = 0;
+        ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
+        data = (unsigned char *) buf + true_lb;
+    } else if (m->rank == root && 0 != mca_coll_offload_stage(data, buf, count, dtype, bytes, 1)) {
+        return mca_coll_offload_fail_here(m, comm, "MPI_Bcast", "packing the root's data failed",
+                                          OMPI_ERROR);
+    }
+    call->fn = ofl_alu_lookup(OFL_OP_BOR, OFL_T_UINT8);
+    call->send = m->rank == root ? (const void *) data : (const void *) zeros;
+    call->recv = data;
+    int rc = run_board(m, OFL_COLL_BCAST, call, comm);
+    if (OMPI_SUCCESS == rc && staged && m->rank != root
+        && 0 != mca_coll_offload_stage(data, buf, count, dtype, bytes, 0)) {
+        return OMPI_ERROR;
+    }
+    return rc;
+}
+
 int mca_coll_offload_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
@@ -700,6 +736,9 @@ int mca_coll_offload_bcast(void *buf, int count, struct ompi_datatype_t *dtype, 
     ofl_call_t call = { .fn = NULL, .elem = 1, .count = bytes, .sig = sig,
                         .callno = (uint64_t) callno };
     int staged = !ompi_datatype_is_contiguous_memory_layout(dtype, count);
+    if (mca_coll_offload_board_takes(m, alg, bytes)) {
+        return bcast_board(m, buf, count, dtype, root, staged, &call, comm);
+    }
     if (OPAL_LIKELY(!staged)) {
         ptrdiff_t true_lb = 0, true_extent = 0;
         ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);

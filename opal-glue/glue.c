@@ -165,9 +165,11 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
             "Algorithm by message size: comma-separated ALG[:MAXBYTES] in increasing size "
             "order; ALG: tree, fallback, exchange (allreduce/barrier; its bound applies to "
             "bytes x (ranks - 1), what each rank sends), split (allreduce), get (bcast, "
-            "single copy), board (allreduce up to 224 bytes, barrier: payload and count in "
-            "cache lines each rank alone writes); the last entry may omit its size; k/m/g "
-            "suffixes. "
+            "single copy), board (up to 224 bytes, blocking calls: payload and count in "
+            "cache lines each rank alone writes, every rank reads every line; a reduce keeps "
+            "the result at the root, a bcast is the root's bytes ORed with zeros; "
+            "nonblocking calls take the exchange or the tree instead); the last entry may "
+            "omit its size; k/m/g suffixes. "
             "E.g. exchange:64k,split:4m,fallback",
             MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
             &p->policy_text[k]);

@@ -350,6 +350,12 @@ TEST_TIMEOUT=180 run t_stress 4 "" --threads 4 --comms 4 --iters 1500 $expect
 TEST_TIMEOUT=240 run t_stress 4 "" --soak 60 $expect
 # shellcheck disable=SC2086
 TEST_TIMEOUT=180 run t_stress 3 "" --soak 30 $expect
+# Tiny reduces and bcasts on the board (the policies' board entries): right
+# answers, and offloaded (counters).
+board_small="--mca coll_offload_reduce_policy board:64,tree:16k,fallback:512k,tree"
+board_small="$board_small --mca coll_offload_bcast_policy board:128,tree:16k,get:64k,fallback:256k,get"
+# shellcheck disable=SC2086
+run t_coll 3 "$board_small" --quick $expect
 if [ "$EXPECT_OFFLOAD" = 1 ]; then
     # Ranks passing different arguments to one call (op, datatype, count, root,
     # collective; every form): an error on every rank, never a hang (the
@@ -360,6 +366,9 @@ if [ "$EXPECT_OFFLOAD" = 1 ]; then
     done
     TEST_TIMEOUT=90 run t_mismatch 9 "" --quick
     TEST_TIMEOUT=60 run t_mismatch 3 "--mca coll_offload_agree_above 0" --tiny
+    # Tiny reduces and bcasts on the board instead of the fallback: the same
+    # mismatches found with the default agreement threshold.
+    TEST_TIMEOUT=60 run t_mismatch 3 "$board_small" --tiny
     # A peer killed mid-collective and a late peer under the watchdog: the
     # others must return an error, not hang. The job itself ends abnormally
     # (a rank is gone, survivors cannot finalize), so mpirun's status is moot.
