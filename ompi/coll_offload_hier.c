@@ -382,6 +382,29 @@ static int net_run(hier_module_t *h, const ofl_program_t *prog, const ofl_call_t
 }
 
 /* One leaders' call posted whole as triggered operations (ofi_native.c). */
+/* Waiting for a native call: done when the NIC says so; no peer to watch (the
+ * runtime notices dead ranks across nodes), only the watchdog. */
+typedef struct {
+    ofl_ofi_t *ofi;
+    void *recv;
+    int rc;
+} native_wait_t;
+
+static int native_poll(void *ctx)
+{
+    native_wait_t *n = ctx;
+    int r = ofl_ofi_native_test(n->ofi, n->recv);
+    n->rc = r < 0 ? r : 0;
+    return r;
+}
+
+static ofl_wait_status_t native_check(void *ctx, double waited_s, double timeout_s, int *peer)
+{
+    (void) ctx;
+    *peer = -1;
+    return timeout_s > 0 && waited_s > timeout_s ? OFL_WAIT_TIMEOUT : OFL_WAIT_OK;
+}
+
 static int net_native(hier_module_t *h, void *buf, size_t count, ofl_op_t op, ofl_type_t type,
                       const char *what)
 {
@@ -389,8 +412,14 @@ static int net_native(hier_module_t *h, void *buf, size_t count, ofl_op_t op, of
     uint64_t w0, b0, w1, b1, t0 = ofl_ofi_native_posted(h->ofi);
     ofl_ofi_stats(h->ofi, &w0, &b0);
     ofl_wait_opts_t w = ofl_glue_wait_opts(&c->params);
-    int rc = NULL == buf ? ofl_ofi_native_barrier(h->ofi, &w)
-                         : ofl_ofi_native_allreduce(h->ofi, buf, buf, count, op, type, &w);
+    int rc = NULL == buf ? ofl_ofi_native_post_barrier(h->ofi)
+                         : ofl_ofi_native_post(h->ofi, buf, count, op, type);
+    if (0 == rc) {
+        native_wait_t n = { .ofi = h->ofi, .recv = buf, .rc = 0 };
+        int peer;
+        ofl_wait_status_t st = ofl_wait_loop(native_poll, native_check, &n, &w, &peer);
+        rc = OFL_WAIT_OK == st ? 0 : OFL_WAIT_TIMEOUT == st ? -ETIMEDOUT : n.rc ? n.rc : -EIO;
+    }
     ofl_ofi_stats(h->ofi, &w1, &b1);
     __atomic_fetch_add(&c->ofi_writes, (unsigned long long) (w1 - w0), __ATOMIC_RELAXED);
     __atomic_fetch_add(&c->ofi_bytes, (unsigned long long) (b1 - b0), __ATOMIC_RELAXED);

@@ -24,6 +24,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "nic/nic.h"
+
 #define OFL_SIG_OP_USER 63u
 #define OFL_SIG_TYPE_DERIVED 255u
 
@@ -44,8 +46,8 @@ static inline uint64_t ofl_sig_fold(uint64_t sig, unsigned bits)
 }
 
 /* Bits of a board line's sequence word that carry the folded signature (the
- * rest is the call's board number). */
-#define OFL_SIG_BOARD_BITS 24
+ * rest is the call's board number): the NIC's board format. */
+#define OFL_SIG_BOARD_BITS OFL_BOARD_TAG_BITS
 
 /* The word a program call stamps into its first mailbox item of every stream
  * (and a rank's call record holds): the communicator's call number, modulo 2^24,

@@ -10,6 +10,21 @@
 
 #include <stdint.h>
 
+/* Every ordered pair of ranks has OFL_CHANNELS independent streams, and each
+ * stream two counters: DATA (items put into the receiver's mailbox) at the
+ * receiver, CREDIT (items the receiver consumed) at the sender. Programs and
+ * backends number them alike. */
+#define OFL_CHANNELS 2
+
+typedef enum {
+    OFL_CNT_DATA,
+    OFL_CNT_CREDIT
+} ofl_cnt_t;
+
+/* Peers one rank's program may exchange with: the most streams a backend
+ * serves for one call (a parent and the children of two trees). */
+#define OFL_NIC_MAX_PEERS 136
+
 typedef struct ofl_nic ofl_nic_t;
 
 typedef struct {
@@ -57,7 +72,7 @@ typedef struct {
      * parity, a few cache lines that only the rank writes and every peer reads,
      * each carrying OFL_BOARD_LINE_BYTES of payload and a word made of the
      * sequence number of the call that wrote it and the call's folded signature
-     * (`tag`, OFL_SIG_BOARD_BITS bits, sig.h) — a small payload, its counter and
+     * (`tag`, OFL_BOARD_TAG_BITS bits: a fold of its signature, sig.h) — a small payload, its counter and
      * what the call was in one line, no credit: the calls' own order tells when a
      * line may be reused. board_post publishes my `len` bytes for call `seq`
      * (release); board_read looks at peer's lines of call `seq`: 1 once every line
@@ -116,6 +131,9 @@ typedef struct {
  * the most lines a board payload may span. */
 #define OFL_BOARD_LINE_BYTES 56
 #define OFL_BOARD_MAX_LINES 4
+/* Bits of a board line's sequence word that carry the call's tag (the rest
+ * is the call's board number). */
+#define OFL_BOARD_TAG_BITS 24
 
 struct ofl_nic {
     const ofl_nic_ops_t *ops;

@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/program.h"
 
 /* libfabric is loaded when a NIC is first opened, not linked: it pulls a dozen
  * libraries (verbs, psm, ...) that every MPI process would otherwise load for

@@ -32,7 +32,6 @@
 #include <stdint.h>
 
 #include "alu/alu.h"
-#include "engine/engine.h"
 #include "nic/nic.h"
 
 typedef struct ofl_ofi ofl_ofi_t;
@@ -98,15 +97,20 @@ int ofl_ofi_native(const ofl_ofi_t *ofi);
  * provider. */
 int ofl_ofi_native_ok(ofl_ofi_t *ofi, ofl_op_t op, ofl_type_t type, size_t count);
 
-/* Allreduce of `count` elements (send may equal recv), posted as triggered
- * operations; returns when the result is in recv and this rank's operations
- * completed: 0, -EIO (an operation failed), -ETIMEDOUT (wait->timeout_s; its
- * progress callback runs every 64 polls, its liveness period is not used). */
-int ofl_ofi_native_allreduce(ofl_ofi_t *ofi, const void *send, void *recv, size_t count,
-                             ofl_op_t op, ofl_type_t type, const ofl_wait_opts_t *wait);
+/* Post an allreduce of `count` elements (send is copied: reusable at once) as
+ * triggered operations: 0, -EINVAL (not native, or a call still pending), -EIO
+ * (an operation could not be posted). One call at a time. */
+int ofl_ofi_native_post(ofl_ofi_t *ofi, const void *send, size_t count, ofl_op_t op,
+                        ofl_type_t type);
 
 /* A barrier: the allreduce of one 64-bit zero. */
-int ofl_ofi_native_barrier(ofl_ofi_t *ofi, const ofl_wait_opts_t *wait);
+int ofl_ofi_native_post_barrier(ofl_ofi_t *ofi);
+
+/* Look at the posted call once (never blocks): 1 when its result is in recv
+ * (NULL: not wanted) and this rank's operations completed, 0 not yet, -EIO an
+ * operation failed, -EINVAL nothing posted. Whoever waits decides how (the
+ * engine's ofl_wait_loop, a test's loop). */
+int ofl_ofi_native_test(ofl_ofi_t *ofi, void *recv);
 
 /* Triggered operations posted so far. */
 uint64_t ofl_ofi_native_posted(const ofl_ofi_t *ofi);

@@ -14,7 +14,6 @@
 
 #include "alu/alu.h"
 #include "nic/ofi.h"
-#include "sched/program.h"
 
 /* libfabric's entry points, loaded at the first open (ofi.c). */
 typedef struct {
@@ -41,7 +40,7 @@ extern ofl_ofi_lib_t ofl_ofi_lf;
 
 /* Neighbours (ranks this one exchanges with) a NIC may have: the peers of a
  * rank's programs, plus its native partners. */
-#define OFL_OFI_MAX_PEERS (OFL_PROG_MAX_PEERS + OFL_OFI_NAT_MAX_ROUNDS)
+#define OFL_OFI_MAX_PEERS (OFL_NIC_MAX_PEERS + OFL_OFI_NAT_MAX_ROUNDS)
 
 /* One receiving stream of a blob: where (src, chan)'s writes land, and at
  * which index of the owner's credit words src's credits for it go (the
@@ -119,6 +118,10 @@ struct ofl_ofi {
     struct fi_triggered_context nat_trig[2 * OFL_OFI_NAT_MAX_ROUNDS];
     uint64_t nat_calls;       /* native calls so far: thresholds grow with them */
     uint64_t nat_completed;   /* completions of triggered operations (CQ) */
+    int nat_pending;          /* a posted native call not yet found done */
+    uint64_t nat_wait_cntr;   /* ... done when the last region's counter, */
+    uint64_t nat_wait_completed;   /* ... the completions ... */
+    size_t nat_wait_bytes;    /* ... and this many result bytes to copy out */
     uint64_t nat_posted;      /* triggered operations posted */
     int8_t nat_valid[OFL_OP_COUNT][OFL_T_COUNT];     /* 0 unknown, 1 yes, -1 no */
     size_t nat_max_count[OFL_OP_COUNT][OFL_T_COUNT];

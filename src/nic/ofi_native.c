@@ -315,13 +315,6 @@ static void fill_identity(void *buf, ofl_op_t op, ofl_type_t t, size_t count)
     }
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
-}
-
 /* Post a triggered atomic of region j's `count` elements to `dst` (rank) at
  * (raddr, key), fired when region j's counter reaches `threshold`. */
 static int post_atomic(ofl_ofi_t *o, int slot, int j, size_t count, int ft, int fo, int dst,
@@ -379,38 +372,10 @@ static int post_ready(ofl_ofi_t *o, int j)
     }
 }
 
-static int wait_done(ofl_ofi_t *o, uint64_t last, uint64_t completed, const ofl_wait_opts_t *w)
+int ofl_ofi_native_post(ofl_ofi_t *o, const void *send, size_t count, ofl_op_t op,
+                        ofl_type_t type)
 {
-    double start = 0.0;
-    for (unsigned long iter = 0;; ++iter) {
-        ofl_ofi_poll_cq(o);
-        if (o->poisoned) {
-            return -EIO;
-        }
-        if (o->nat_completed >= completed && fi_cntr_read(o->nat_cntr[o->nat_rounds]) >= last) {
-            return 0;
-        }
-        if (NULL != w && NULL != w->progress && 63 == (iter & 63)) {
-            w->progress(w->ctx);
-        }
-        if (NULL == w || iter >= w->spin_before_yield) {
-            sched_yield();
-        }
-        if (NULL != w && w->timeout_s > 0 && 255 == (iter & 255)) {
-            double t = now_s();
-            if (0.0 == start) {
-                start = t;
-            } else if (t - start > w->timeout_s) {
-                return -ETIMEDOUT;
-            }
-        }
-    }
-}
-
-int ofl_ofi_native_allreduce(ofl_ofi_t *o, const void *send, void *recv, size_t count,
-                             ofl_op_t op, ofl_type_t type, const ofl_wait_opts_t *wait)
-{
-    if (!ofl_ofi_native_ok(o, op, type, count)) {
+    if (!ofl_ofi_native_ok(o, op, type, count) || o->nat_pending) {
         return -EINVAL;
     }
     int rounds = o->nat_rounds, me = o->base.rank;
@@ -444,16 +409,38 @@ int ofl_ofi_native_allreduce(ofl_ofi_t *o, const void *send, void *recv, size_t 
             return -EIO;
         }
     }
-    int rc = wait_done(o, 2 * (c + 1), 2 * (uint64_t) rounds * (c + 1), wait);
-    if (0 != rc) {
-        return rc;
-    }
-    memcpy(recv, region(o, rounds), bytes);
+    /* Done when my last round's accumulator got both its additions and every
+     * operation of mine completed. */
+    o->nat_pending = 1;
+    o->nat_wait_cntr = 2 * (c + 1);
+    o->nat_wait_completed = 2 * (uint64_t) rounds * (c + 1);
+    o->nat_wait_bytes = bytes;
     return 0;
 }
 
-int ofl_ofi_native_barrier(ofl_ofi_t *o, const ofl_wait_opts_t *wait)
+int ofl_ofi_native_post_barrier(ofl_ofi_t *o)
 {
-    uint64_t zero = 0, out;
-    return ofl_ofi_native_allreduce(o, &zero, &out, 1, OFL_OP_SUM, OFL_T_UINT64, wait);
+    uint64_t zero = 0;
+    return ofl_ofi_native_post(o, &zero, 1, OFL_OP_SUM, OFL_T_UINT64);
+}
+
+int ofl_ofi_native_test(ofl_ofi_t *o, void *recv)
+{
+    ofl_ofi_poll_cq(o);
+    if (o->poisoned) {
+        o->nat_pending = 0;
+        return -EIO;
+    }
+    if (!o->nat_pending) {
+        return -EINVAL;
+    }
+    if (o->nat_completed < o->nat_wait_completed
+        || fi_cntr_read(o->nat_cntr[o->nat_rounds]) < o->nat_wait_cntr) {
+        return 0;
+    }
+    o->nat_pending = 0;
+    if (NULL != recv) {
+        memcpy(recv, region(o, o->nat_rounds), o->nat_wait_bytes);
+    }
+    return 1;
 }

@@ -20,8 +20,6 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "engine/sig.h"
-#include "sched/program.h"
 
 #define LINE 64
 #define STAMP 16   /* bytes before a slot's payload: keeps payload 16-byte aligned */
@@ -30,7 +28,7 @@
 #define OFL_LIKELY(x) __builtin_expect(!!(x), 1)
 #define OFL_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define RECORDS OFL_SOFTNIC_RECORDS
-#define BOARD_SEQ_SHIFT OFL_SIG_BOARD_BITS
+#define BOARD_SEQ_SHIFT OFL_BOARD_TAG_BITS
 
 typedef ofl_softnic_hdr_t softnic_hdr_t;
 

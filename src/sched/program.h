@@ -30,9 +30,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define OFL_PROG_MAX_PEERS  136   /* parent + children of two trees */
+#include "nic/nic.h"   /* streams, channels and counters are the NIC's */
+
+#define OFL_PROG_MAX_PEERS  OFL_NIC_MAX_PEERS
 #define OFL_PROG_MAX_QUEUES 3
-#define OFL_CHANNELS        2
 
 typedef enum {
     OFL_BUF_SEND,   /* the caller's send buffer (== RECV for MPI_IN_PLACE) */
@@ -41,10 +42,6 @@ typedef enum {
                        the peer's inbox from me for an output */
 } ofl_buf_t;
 
-typedef enum {
-    OFL_CNT_DATA,
-    OFL_CNT_CREDIT
-} ofl_cnt_t;
 
 /* A buffer reference. For a mailbox: the stream (peer, chan) and `k`, the
  * position of this item among the stream's items of one round. With `byref`

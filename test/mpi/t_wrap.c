@@ -298,7 +298,12 @@ static void g_call(int g, int v, int t, int opk, int count)
     static const MPI_Op ops[4] = { MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX };
     int is_signed = it->dt == MPI_OFFSET;
     int total = (G_RSB == g || G_RS == g) ? count * np : count;
-    static unsigned char gs[MAXCOUNT * 8 * 2], gr[MAXCOUNT * 8 * 2];
+    /* reduce_scatter sends np blocks of count elements */
+    static unsigned char *gs, *gr;
+    if (NULL == gs) {
+        gs = malloc((size_t) (MAXCOUNT + 8) * 8 * (size_t) np);
+        gr = malloc((size_t) (MAXCOUNT + 8) * 8 * (size_t) np);
+    }
     for (int i = 0; i < total; i++) {
         store(gs, i, it->width, g_contrib(t, opk, me, i));
     }

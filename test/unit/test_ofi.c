@@ -35,6 +35,7 @@
 #include "sched/sched.h"
 #include "unit.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -426,6 +427,34 @@ typedef struct {
 
 static atomic_int nat_entered;
 
+/* A native call waited for as the node-aware module does: post, then the
+ * engine's wait loop over ofl_ofi_native_test (the watchdog its only check). */
+static int nat_poll(void *ctx)
+{
+    void **a = ctx;
+    return ofl_ofi_native_test(a[0], a[1]);
+}
+
+static ofl_wait_status_t nat_check(void *ctx, double waited_s, double timeout_s, int *peer)
+{
+    (void) ctx;
+    *peer = -1;
+    return timeout_s > 0 && waited_s > timeout_s ? OFL_WAIT_TIMEOUT : OFL_WAIT_OK;
+}
+
+static int native_allreduce(ofl_ofi_t *o, const void *send, void *recv, size_t count,
+                            ofl_op_t op, ofl_type_t type, const ofl_wait_opts_t *w)
+{
+    int rc = NULL == send ? ofl_ofi_native_post_barrier(o)
+                          : ofl_ofi_native_post(o, send, count, op, type);
+    if (0 != rc) {
+        return rc;
+    }
+    void *ctx[2] = { o, recv };
+    int peer;
+    return OFL_WAIT_OK == ofl_wait_loop(nat_poll, nat_check, ctx, w, &peer) ? 0 : -EIO;
+}
+
 static void *nat_rank(void *p)
 {
     nat_arg_t *a = p;
@@ -446,7 +475,7 @@ static void *nat_rank(void *p)
             memcpy(out, in, count * ofl_type_size(c->type));
             src = out;
         }
-        int rc = ofl_ofi_native_allreduce(o, src, out, count, c->op, c->type, &w);
+        int rc = native_allreduce(o, src, out, count, c->op, c->type, &w);
         if (0 != rc) {
             a->failed_call = k;
             a->rc = rc;
@@ -454,14 +483,14 @@ static void *nat_rank(void *p)
         }
     }
     double nz = -0.0, res = 1.0;
-    if (0 != ofl_ofi_native_allreduce(o, &nz, &res, 1, OFL_OP_SUM, OFL_T_DOUBLE, &w)) {
+    if (0 != native_allreduce(o, &nz, &res, 1, OFL_OP_SUM, OFL_T_DOUBLE, &w)) {
         a->failed_call = NAT_CALLS;
         return NULL;
     }
     a->neg_zero = 0.0 == res && signbit(res);
     for (int b = 0; b < NAT_BARRIERS; ++b) {
         atomic_fetch_add(&nat_entered, 1);
-        if (0 != ofl_ofi_native_barrier(o, &w)) {
+        if (0 != native_allreduce(o, NULL, NULL, 0, OFL_OP_SUM, OFL_T_UINT64, &w)) {
             a->failed_call = NAT_CALLS + 1 + b;
             return NULL;
         }
