@@ -6,8 +6,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 sim="$here/sim"
-pass=0
-fail=0
+. "$here/../contrib/tally.sh"
 
 if [ ! -x "$sim" ]; then
     echo "FAIL: $sim not built"
@@ -16,15 +15,7 @@ if [ ! -x "$sim" ]; then
 fi
 
 echo "-- seed 003, tables 1 and 5: fitted on 16 nodes, 32-256 predicted"
-log=$(mktemp)
-timeout 120 "$sim" validate --quick > "$log" 2>&1
-cat "$log"
-out=$(tail -n 1 "$log")
-rm -f "$log"
-p=$(echo "$out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1/p')
-f=$(echo "$out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\2/p')
-pass=$((pass + ${p:-0}))
-fail=$((fail + ${f:-1}))
+tally_part timeout 120 "$sim" validate --quick
 
 # one NAME EXPECT ARGS...: a single run must succeed with every result right and
 # print EXPECT (the node shape it was given).
@@ -37,10 +28,10 @@ one() {
     echo "$line"
     if [ "$rc" -eq 0 ] && echo "$line" | grep -q "$expect" \
         && echo "$line" | grep -q " 0 of [1-9][0-9]* results wrong"; then
-        pass=$((pass + 1))
+        tally_add "1 passed, 0 failed"
     else
         echo "FAIL: $name"
-        fail=$((fail + 1))
+        tally_add "0 passed, 1 failed"
     fi
 }
 
@@ -54,5 +45,4 @@ one "2 packages x 2 NUMA x 16 cores, 16 KiB" "(64 per node, 16 per socket)" \
 echo "-- dragonfly, k-ary tree, 1 MiB (scaled), software"
 one "dragonfly" "1048576 B, software" --dragonfly --ranks 256 --bytes 1048576 \
     --tree kary --radix 4 --mode software
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+tally_end

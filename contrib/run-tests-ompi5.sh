@@ -11,6 +11,7 @@
 # OMPI5_SUITE (run.sh's suite: quick, the default, or node for all of it).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/contrib/tally.sh"
 root=${OMPI5_ROOT:-/var/cache/coll-offload/trixie}
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 pkgs="libopenmpi-dev,openmpi-bin,libpmix-dev,build-essential,autoconf,automake,libtool"
@@ -72,27 +73,12 @@ chroot "$root" sh -c "cd /build/coll-offload && ./autogen.sh >/dev/null 2>&1 \
 
 echo "== unit tests (Open MPI 5 root)"
 chroot "$root" sh -c "cd /build/coll-offload && make -s check" > /tmp/ofl-ompi5-unit.log 2>&1
-suite=$root/build/coll-offload/test/unit/test-suite.log
-unit_pass=$(sed -n 's/^# PASS: *//p' "$suite" 2>/dev/null | head -1)
-unit_fail=$(sed -n 's/^# FAIL: *//p' "$suite" 2>/dev/null | head -1)
-unit_err=$(sed -n 's/^# ERROR: *//p' "$suite" 2>/dev/null | head -1)
-[ -n "$unit_pass" ] || { tail -20 /tmp/ofl-ompi5-unit.log; unit_pass=0; unit_fail=1; }
-unit_fail=$(( ${unit_fail:-0} + ${unit_err:-0} ))
-echo "unit test programs: $unit_pass passed, $unit_fail failed"
+tally_unit "$root/build/coll-offload/test/unit/test-suite.log" /tmp/ofl-ompi5-unit.log
 
 echo "== MPI tests (Open MPI 5 root)"
-log=$(mktemp)
-chroot "$root" env OMPI_MCA_mca_base_component_path="$(chroot "$root" sh -c \
+tally_part chroot "$root" env OMPI_MCA_mca_base_component_path="$(chroot "$root" sh -c \
         "ompi_info --path pkglibdir 2>/dev/null" | sed -n 's/.*Pkglibdir: *//p'):/build/inst" \
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 EXPECT_OFFLOAD=1 \
     COLL_SELECTION="--mca op ^avx" SUITE=${OMPI5_SUITE:-quick} \
-    bash /build/coll-offload/test/mpi/run.sh /build/coll-offload/test/mpi > "$log" 2>&1
-cat "$log"
-out=$(tail -n 1 "$log")
-rm -f "$log"
-p=$(echo "$out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1/p')
-f=$(echo "$out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\2/p')
-pass=$((unit_pass + ${p:-0}))
-fail=$((unit_fail + ${f:-1}))
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+    bash /build/coll-offload/test/mpi/run.sh /build/coll-offload/test/mpi
+tally_end

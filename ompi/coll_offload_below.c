@@ -31,6 +31,17 @@ int mca_coll_offload_below_save(mca_coll_offload_below_t *below,
     return OMPI_SUCCESS;
 }
 
+void mca_coll_offload_below_trim(mca_coll_base_module_t *module,
+                                 const mca_coll_offload_below_t *below)
+{
+#define OFL_BELOW_TRIM(c)                                                           \
+    if (NULL == below->c) {                                                         \
+        module->coll_##c = NULL;                                                    \
+    }
+    OFL_BELOW_SLOTS(OFL_BELOW_TRIM)
+#undef OFL_BELOW_TRIM
+}
+
 void mca_coll_offload_below_release(mca_coll_offload_below_t *below)
 {
 #define OFL_BELOW_RELEASE(c)                                                        \

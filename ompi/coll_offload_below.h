@@ -50,6 +50,12 @@ int mca_coll_offload_below_save(mca_coll_offload_below_t *below,
 /* Release every module saved; safe on a zeroed or already released struct. */
 void mca_coll_offload_below_release(mca_coll_offload_below_t *below);
 
+/* Empty every slot of `module` that the layer below does not provide: where
+ * nothing below could take a call we pass on or fall back with, we do not take
+ * it either (the call fails as it would without us). */
+void mca_coll_offload_below_trim(mca_coll_base_module_t *module,
+                                 const mca_coll_offload_below_t *below);
+
 /* How both modules begin, so that the pass-through entries find the layer
  * below in either (each module checks its layout against this). */
 typedef struct {

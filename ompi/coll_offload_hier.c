@@ -124,26 +124,7 @@ static int hier_enable(mca_coll_base_module_t *module, struct ompi_communicator_
         || OMPI_SUCCESS != mca_coll_offload_below_save(&h->below, comm)) {
         return OMPI_ERROR;
     }
-    /* The nonblocking and persistent reductions only go down with the op the
-     * layer below gets right (8/16-bit sums wrap); none below, none from us. */
-    if (NULL == h->below.iallreduce) {
-        h->super.coll_iallreduce = NULL;
-    }
-    if (NULL == h->below.ireduce) {
-        h->super.coll_ireduce = NULL;
-    }
-    if (NULL == h->below.allreduce_init) {
-        h->super.coll_allreduce_init = NULL;
-    }
-    if (NULL == h->below.reduce_init) {
-        h->super.coll_reduce_init = NULL;
-    }
-#define OFL_OFFER_IF_BELOW(c)                                                       \
-    if (NULL == h->below.c) {                                                       \
-        h->super.coll_##c = NULL;                                                   \
-    }
-    OFL_PASSTHRU_SLOTS(OFL_OFFER_IF_BELOW)
-#undef OFL_OFFER_IF_BELOW
+    mca_coll_offload_below_trim(&h->super, &h->below);
     return OMPI_SUCCESS;
 }
 

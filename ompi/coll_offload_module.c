@@ -141,12 +141,7 @@ static int offload_enable(mca_coll_base_module_t *module, struct ompi_communicat
     /* Nonblocking and persistent forms fall back to the layer below's own; where
      * it has none we do not offer ours (the call fails as it would without us,
      * instead of having nowhere to go). */
-#define OFL_OFFER_IF_BELOW(c)                                                       \
-    if (NULL == m->below.c) {                                                       \
-        m->super.coll_##c = NULL;                                                   \
-    }
-    OFL_BELOW_SLOTS(OFL_OFFER_IF_BELOW)
-#undef OFL_OFFER_IF_BELOW
+    mca_coll_offload_below_trim(&m->super, &m->below);
     return OMPI_SUCCESS;
 }
 

@@ -52,16 +52,7 @@ fi
 
 trap 'sh "$cluster" down >/dev/null 2>&1' EXIT INT TERM
 
-total_pass=0
-total_fail=0
-
-# add "summary line": fold run.sh's last line into the totals.
-add() {
-    p=$(echo "$1" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1/p')
-    f=$(echo "$1" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\2/p')
-    total_pass=$((total_pass + ${p:-0}))
-    total_fail=$((total_fail + ${f:-1}))
-}
+. "$top/contrib/tally.sh"
 
 # suite NAME HOSTS RANKS_PER_HOST EXPECT [LOSS_PCT]: run run.sh's cluster suite
 # (SUITE=cluster, or SUITE=cluster-loss: the matrix only) on a fresh cluster.
@@ -72,7 +63,7 @@ suite() {
     echo "== $name: $hosts hosts x $ppn rank(s)${pct:+, $pct% packet loss}"
     if ! OFL_CLUSTER_SLOTS=$ppn sh "$cluster" up "$hosts"; then
         echo "[FAIL]   cluster of $hosts hosts did not come up"
-        total_fail=$((total_fail + 1))
+        tally_add "0 passed, 1 failed"
         return
     fi
     kind=cluster
@@ -80,7 +71,7 @@ suite() {
         kind=cluster-loss
         if ! sh "$cluster" loss "$pct"; then
             echo "[FAIL]   cannot install the packet loss filter"
-            total_fail=$((total_fail + 1))
+            tally_add "0 passed, 1 failed"
             sh "$cluster" down >/dev/null 2>&1
             return
         fi
@@ -89,15 +80,15 @@ suite() {
           SUITE="$kind" NP=$((hosts * ppn)) HOSTS=$hosts EXPECT_OFFLOAD=$want \
           bash "$here/run.sh" "$BINDIR")
     echo "$out" | sed '$d'
-    add "$(echo "$out" | tail -n 1)"
+    tally_add "$(echo "$out" | tail -n 1)"
     if [ -n "$pct" ]; then
         d=$(sh "$cluster" dropped)
         if [ "${d:-0}" -gt 0 ]; then
             echo "[ ok ]   the loss filter dropped $d packets"
-            total_pass=$((total_pass + 1))
+            tally_add "1 passed, 0 failed"
         else
             echo "[FAIL]   the loss filter dropped nothing: the loss test proved nothing"
-            total_fail=$((total_fail + 1))
+            tally_add "0 passed, 1 failed"
         fi
     fi
     sh "$cluster" down >/dev/null 2>&1
@@ -112,5 +103,4 @@ else
     echo "== packet loss test skipped: no clang to build the eBPF filter"
 fi
 echo "multi-node tests: $(( $(date +%s) - start ))s"
-echo "$total_pass passed, $total_fail failed"
-[ "$total_fail" -eq 0 ]
+tally_end
