@@ -183,12 +183,6 @@ static const char *const p_names[OFL_COLL_COUNT] = {
     "persistent MPI_Barrier"
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
-}
 
 static inline mca_coll_offload_module_t *module_of(ofl_agent_item_t *item)
 {
@@ -286,7 +280,7 @@ static void finish(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r,
  * wait makes (ofl_engine_check), every liveness period. */
 static void check_head(mca_coll_offload_module_t *m, mca_coll_offload_req_t *r)
 {
-    double t = now_s();
+    double t = ofl_now_s();
     if (0.0 == m->head_since) {
         m->head_since = t;
         m->next_check = t + liveness_period();
@@ -1270,13 +1264,6 @@ static int make_deferred(mca_coll_offload_module_t *m, struct ompi_communicator_
 
 /* ---- the blocking slow path --------------------------------------------------- */
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 ofl_wait_status_t mca_coll_offload_nb_blocking(mca_coll_offload_module_t *m,
                                                const ofl_program_t *prog,
                                                const ofl_call_t *call, int board, int *peer,
@@ -1299,7 +1286,7 @@ ofl_wait_status_t mca_coll_offload_nb_blocking(mca_coll_offload_module_t *m,
         if (iter >= spin) {
             sched_yield();
         } else {
-            cpu_relax();
+            ofl_cpu_relax();
         }
     }
     *peer = r->peer;

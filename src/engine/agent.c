@@ -2,6 +2,7 @@
  * coll/offload — the progress agent (see agent.h).
  */
 #include "engine/agent.h"
+#include "engine/engine.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -271,13 +272,6 @@ static int agent_sleep(ofl_agent_t *agent, long ns, int arm)
 #endif
 }
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 static void idle(ofl_agent_t *agent, unsigned *idle_rounds, long long *idle_since)
 {
     int rt = OFL_AGENT_RT == agent->sched_class && 0 == agent->rt_failed;
@@ -294,7 +288,7 @@ static void idle(ofl_agent_t *agent, unsigned *idle_rounds, long long *idle_sinc
         }
         if (t - *idle_since < agent->spin_ns) {
             for (int i = 0; i < 64; ++i) {
-                cpu_relax();
+                ofl_cpu_relax();
             }
             return;
         }

@@ -415,20 +415,11 @@ int ofl_engine_blocker(const ofl_inst_t *inst, int *peer, int *cnt, uint64_t *ha
     return 0;
 }
 
-static double now_s(void)
+double ofl_now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
-}
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield" ::: "memory");
-#endif
 }
 
 ofl_wait_status_t ofl_engine_check(ofl_inst_t *inst, double waited_s, double timeout_s,
@@ -494,12 +485,12 @@ ofl_wait_status_t ofl_wait_loop(ofl_poll_fn poll, ofl_check_fn check, void *ctx,
         if (iter >= opts->spin_before_yield) {
             sched_yield();
         } else {
-            cpu_relax();
+            ofl_cpu_relax();
         }
         if (0 != (iter & 255)) {
             continue;
         }
-        double t = now_s();
+        double t = ofl_now_s();
         if (0.0 == start) {
             start = t;
             next_check = t + opts->liveness_period_s;

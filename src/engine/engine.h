@@ -127,6 +127,19 @@ int ofl_sig_check(ofl_nic_t *nic, uint64_t sig, uint64_t callno, int *peer);
  * on MISMATCH a peer whose call differs. */
 ofl_wait_status_t ofl_engine_wait(ofl_inst_t *inst, const ofl_wait_opts_t *opts, int *peer);
 
+/* The waits' clock (monotonic seconds) and the pause between two polls of a
+ * spin; every wait of the component uses these two. */
+double ofl_now_s(void);
+
+static inline void ofl_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
 /* The wait itself, for anything that polls: poll(ctx) > 0 done, 0 not yet, < 0
  * failed; between polls the host's progress now and then, yielding after
  * opts->spin_before_yield polls, and every liveness period check(ctx, waited,
