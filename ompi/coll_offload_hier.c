@@ -344,10 +344,10 @@ static int net_run(hier_module_t *h, const ofl_program_t *prog, const ofl_call_t
     mca_coll_offload_component_t *c = &mca_coll_offload_component;
     uint64_t w0, b0, w1, b1;
     ofl_ofi_stats(h->ofi, &w0, &b0);
-    ofl_engine_post(&h->net_inst, prog, ofl_ofi_nic(h->ofi), &h->net_edges, call);
     ofl_wait_opts_t opts = ofl_glue_wait_opts(&c->params);
     int peer = -1;
-    ofl_wait_status_t st = ofl_engine_wait(&h->net_inst, &opts, &peer);
+    ofl_wait_status_t st = ofl_engine_run(&h->net_inst, prog, ofl_ofi_nic(h->ofi), &h->net_edges,
+                                          call, &opts, &peer);
     ofl_ofi_stats(h->ofi, &w1, &b1);
     __atomic_fetch_add(&c->ofi_writes, (unsigned long long) (w1 - w0), __ATOMIC_RELAXED);
     __atomic_fetch_add(&c->ofi_bytes, (unsigned long long) (b1 - b0), __ATOMIC_RELAXED);

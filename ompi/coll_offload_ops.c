@@ -357,12 +357,8 @@ static int run(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_
     int who = -1, cnt = OFL_CNT_DATA * OFL_CHANNELS, peer = -1;
     uint64_t have = 0;
     int64_t need = 0;
-    ofl_wait_status_t st;
-    ofl_engine_post(&m->inst, prog, &m->nic.base, &m->edges, call);
-    if (OPAL_LIKELY(ofl_engine_progress(&m->inst) > 0)) {
-        return OMPI_SUCCESS;
-    }
-    st = ofl_engine_wait(&m->inst, &m->wait_opts, &peer);
+    ofl_wait_status_t st = ofl_engine_run(&m->inst, prog, &m->nic.base, &m->edges, call,
+                                          &m->wait_opts, &peer);
     if (OPAL_LIKELY(OFL_WAIT_OK == st)) {
         return OMPI_SUCCESS;
     }

@@ -526,3 +526,15 @@ ofl_wait_status_t ofl_engine_wait(ofl_inst_t *inst, const ofl_wait_opts_t *opts,
     }
     return st;
 }
+
+ofl_wait_status_t ofl_engine_run(ofl_inst_t *inst, const ofl_program_t *prog, ofl_nic_t *nic,
+                                 ofl_edges_t *edges, const ofl_call_t *call,
+                                 const ofl_wait_opts_t *opts, int *peer)
+{
+    ofl_engine_post(inst, prog, nic, edges, call);
+    /* most small calls are done by the time their last descriptor is posted */
+    if (__builtin_expect(ofl_engine_progress(inst) > 0, 1)) {
+        return OFL_WAIT_OK;
+    }
+    return ofl_engine_wait(inst, opts, peer);
+}

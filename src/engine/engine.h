@@ -123,6 +123,12 @@ ofl_wait_status_t ofl_engine_check(ofl_inst_t *inst, double waited_s, double tim
  * *peer a rank whose call differs from this rank's, or from the finder's. */
 int ofl_sig_check(ofl_nic_t *nic, uint64_t sig, uint64_t callno, int *peer);
 
+/* A blocking call: post prog for `call`, and if one look does not finish it,
+ * wait (ofl_engine_wait). */
+ofl_wait_status_t ofl_engine_run(ofl_inst_t *inst, const ofl_program_t *prog, ofl_nic_t *nic,
+                                 ofl_edges_t *edges, const ofl_call_t *call,
+                                 const ofl_wait_opts_t *opts, int *peer);
+
 /* Drive inst to completion. On PEER_DEAD/TIMEOUT, *peer is the peer waited for;
  * on MISMATCH a peer whose call differs. */
 ofl_wait_status_t ofl_engine_wait(ofl_inst_t *inst, const ofl_wait_opts_t *opts, int *peer);
