@@ -19,6 +19,7 @@
  * overlap check, which costs one comparison per call rather than per element.
  */
 #include "alu.h"
+#include "repsum.h"
 
 #include <limits.h>
 
@@ -223,6 +224,7 @@ static const ofl_alu_fn ofl_alu_table[OFL_OP_COUNT][OFL_T_COUNT] = {
     [OFL_OP_LAND][OFL_T_BOOL] = ofl_land_bool,
     [OFL_OP_LOR][OFL_T_BOOL] = ofl_lor_bool,
     [OFL_OP_LXOR][OFL_T_BOOL] = ofl_lxor_bool,
+    [OFL_OP_SUM][OFL_T_REPSUM] = ofl_repsum_add,
 };
 
 /* Sizes come from the very types the kernels index with, so strides always agree. */
@@ -235,6 +237,7 @@ static const size_t ofl_type_sizes[OFL_T_COUNT] = {
     OFL_COMPLEX_TYPES(OFL_OTHER_SIZE)
     OFL_PAIR_TYPES(OFL_OTHER_SIZE)
     [OFL_T_BOOL] = sizeof(_Bool),
+    [OFL_T_REPSUM] = sizeof(ofl_repsum_t),
 };
 
 static const char *const ofl_type_names[OFL_T_COUNT] = {
@@ -258,6 +261,7 @@ static const char *const ofl_type_names[OFL_T_COUNT] = {
     [OFL_T_2INT] = "2int",
     [OFL_T_SHORT_INT] = "short_int",
     [OFL_T_LONG_DOUBLE_INT] = "long_double_int",
+    [OFL_T_REPSUM] = "repsum",
 };
 
 static const char *const ofl_op_names[OFL_OP_COUNT] = {

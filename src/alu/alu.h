@@ -38,6 +38,8 @@ typedef enum {
     OFL_T_2INT,          /* struct { int v; int i; } */
     OFL_T_SHORT_INT,     /* struct { short v; int i; } */
     OFL_T_LONG_DOUBLE_INT, /* struct { long double v; int i; } */
+    /* the binned integer element of reproducible sums (alu/repsum.h): SUM only */
+    OFL_T_REPSUM,
     OFL_T_COUNT
 } ofl_type_t;
 

@@ -1,0 +1,406 @@
+/*
+ * Reproducible sums (alu/repsum.h): the same multiset summed in many orders and
+ * tree shapes gives the same bytes, and the value agrees with an exact sum kept
+ * here in a long fixed-point accumulator: correctly rounded when no input bits
+ * were dropped, within 1 ulp otherwise (the terms cancel by far less than 26
+ * bits in the data used for that check, the condition repsum.h states).
+ */
+#include <complex.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "alu/alu.h"
+#include "alu/repsum.h"
+#include "unit.h"
+
+/* ---- the exact reference: 2^-1074 .. 2^1100 in 32-bit limbs --------------- */
+
+#define LIMBS 70
+
+typedef struct {
+    int64_t l[LIMBS];   /* limb i weighs 2^(32 i - 1074); unnormalized while adding */
+} exact_t;
+
+static void exact_add(exact_t *x, double v)
+{
+    int e;
+    double f = frexp(fabs(v), &e);
+    if (0.0 == v) {
+        return;
+    }
+    /* |v| = m * 2^(e - 53), placed at bit e - 53 + 1074 (subnormals: shift right, exact) */
+    int pos = e - 53 + 1074;
+    uint64_t m = (uint64_t) ldexp(f, 53);
+    if (pos < 0) {
+        m >>= -pos;
+        pos = 0;
+    }
+    int64_t s = v < 0 ? -1 : 1;
+    int limb = pos / 32, off = pos % 32;
+    unsigned __int128 w = (unsigned __int128) m << off;
+    for (int i = 0; i < 3 && limb + i < LIMBS; ++i) {
+        x->l[limb + i] += s * (int64_t) (uint32_t) (w >> (32 * i));
+    }
+}
+
+static int exact_bit(const uint32_t *mag, int b)
+{
+    return b >= 0 ? (int) ((mag[b / 32] >> (b % 32)) & 1) : 0;
+}
+
+/* The exact sum rounded to nearest even in prec bits, smallest bit 2^lsb_min,
+ * largest finite exponent emax. */
+static double exact_round(const exact_t *x, int prec, int lsb_min, int emax)
+{
+    int64_t l[LIMBS];
+    memcpy(l, x->l, sizeof(l));
+    for (int i = 0; i + 1 < LIMBS; ++i) {
+        int64_t carry = l[i] >> 32;   /* floor */
+        l[i] -= carry * ((int64_t) 1 << 32);
+        l[i + 1] += carry;
+    }
+    int neg = l[LIMBS - 1] < 0;
+    uint32_t mag[LIMBS];
+    /* two's complement negate over the limbs when negative */
+    int64_t borrow = 0;
+    for (int i = 0; i < LIMBS; ++i) {
+        int64_t v = neg ? -l[i] - borrow : l[i];
+        borrow = 0;
+        if (neg && v < 0) {
+            v += (int64_t) 1 << 32;
+            borrow = 1;
+        }
+        mag[i] = (uint32_t) v;
+    }
+    int top = -1;
+    for (int b = LIMBS * 32 - 1; b >= 0; --b) {
+        if (exact_bit(mag, b)) {
+            top = b;
+            break;
+        }
+    }
+    if (top < 0) {
+        return 0.0;
+    }
+    int lsb = top - prec + 1;   /* bit index (from 2^-1074) of the result's last bit */
+    if (lsb < lsb_min + 1074) {
+        lsb = lsb_min + 1074;
+    }
+    double mant = 0;
+    for (int b = top; b >= lsb; --b) {
+        mant = 2 * mant + exact_bit(mag, b);
+    }
+    int round = exact_bit(mag, lsb - 1), sticky = 0;
+    for (int b = lsb - 2; b >= 0 && !sticky; --b) {
+        sticky = exact_bit(mag, b);
+    }
+    if (round && (sticky || fmod(mant, 2) == 1)) {
+        mant += 1;
+    }
+    double v = ldexp(mant, lsb - 1074);
+    if (v >= ldexp(1.0, emax + 1)) {
+        v = INFINITY;
+    }
+    return neg ? -v : v;
+}
+
+/* ---- helpers ------------------------------------------------------------------- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static double rnd_unit(void)
+{
+    return (double) (rnd() >> 11) / 9007199254740992.0;
+}
+
+/* Ordered distance in ulps between two finite doubles of any sign. */
+static uint64_t ulp_dist(double a, double b)
+{
+    int64_t ia, ib;
+    memcpy(&ia, &a, 8);
+    memcpy(&ib, &b, 8);
+    if (ia < 0) {
+        ia = INT64_MIN - ia;
+    }
+    if (ib < 0) {
+        ib = INT64_MIN - ib;
+    }
+    return ia > ib ? (uint64_t) ia - (uint64_t) ib : (uint64_t) ib - (uint64_t) ia;
+}
+
+static int same_bits(double a, double b)
+{
+    return 0 == memcmp(&a, &b, sizeof(a));
+}
+
+#define MAXN 96
+
+/* Sum the elements e[0..n) in a random tree: repeatedly combine two random
+ * live partial sums (either operand order) through the ALU's kernel. */
+static ofl_repsum_t tree_sum(const ofl_repsum_t *e, int n, ofl_alu_fn add)
+{
+    ofl_repsum_t live[MAXN];
+    memcpy(live, e, (size_t) n * sizeof(*e));
+    while (n > 1) {
+        int i = (int) (rnd() % (uint64_t) n), j = (int) (rnd() % (uint64_t) (n - 1));
+        if (j >= i) {
+            ++j;
+        }
+        ofl_repsum_t out;
+        if (rnd() & 1) {
+            add(&out, &live[i], &live[j], 1);
+        } else {
+            add(&out, &live[j], &live[i], 1);
+        }
+        int lo = i < j ? i : j, hi = i < j ? j : i;
+        live[lo] = out;
+        live[hi] = live[n - 1];
+        --n;
+    }
+    return live[0];
+}
+
+/* Left to right in a random permutation, accumulating in place (out aliases a). */
+static ofl_repsum_t chain_sum(const ofl_repsum_t *e, int n, ofl_alu_fn add)
+{
+    int perm[MAXN];
+    for (int i = 0; i < n; ++i) {
+        perm[i] = i;
+    }
+    for (int i = n - 1; i > 0; --i) {
+        int j = (int) (rnd() % (uint64_t) (i + 1)), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    ofl_repsum_t acc = e[perm[0]];
+    for (int i = 1; i < n; ++i) {
+        add(&acc, &acc, &e[perm[i]], 1);
+    }
+    return acc;
+}
+
+/* ---- the data sets ---------------------------------------------------------------- */
+
+enum { SAME_SIGN, MIXED_MILD, WIDE, CANCEL, SUBNORMAL, HUGE, SETS };
+
+static const char *const set_names[SETS] = {
+    "same sign", "mixed signs", "wide exponents", "cancelling", "subnormal", "huge"
+};
+
+static double draw(int set)
+{
+    double sign = (rnd() & 1) ? -1.0 : 1.0;
+    switch (set) {
+    case SAME_SIGN:
+        return ldexp(1.0 + rnd_unit(), (int) (rnd() % 40) - 20);
+    case MIXED_MILD:
+        /* mostly positive: the sum stays near the largest terms */
+        return ((rnd() % 4) ? 1.0 : -1.0) * ldexp(1.0 + rnd_unit(), (int) (rnd() % 8));
+    case WIDE:
+        return ldexp(1.0 + rnd_unit(), (int) (rnd() % 600) - 300);
+    case CANCEL:
+        return sign * ldexp(1.0 + rnd_unit(), (int) (rnd() % 100) - 50);
+    case SUBNORMAL:
+        return sign * ldexp(rnd_unit(), -1060 + (int) (rnd() % 20));
+    default:
+        return sign * ldexp(1.0 + rnd_unit(), 1000 + (int) (rnd() % 24));
+    }
+}
+
+static void test_orders_and_reference(void)
+{
+    ofl_alu_fn add = ofl_alu_lookup(OFL_OP_SUM, OFL_T_REPSUM);
+    CHECK(NULL != add, "no SUM kernel for the repsum type");
+    CHECK(sizeof(ofl_repsum_t) == ofl_type_size(OFL_T_REPSUM), "element size");
+    if (NULL == add) {
+        return;
+    }
+    int rounded = 0, exact_cases = 0, within = 0;
+    for (int set = 0; set < SETS; ++set) {
+        for (int trial = 0; trial < 60; ++trial) {
+            int n = 1 + (int) (rnd() % MAXN);
+            double v[MAXN];
+            ofl_repsum_t e[MAXN];
+            exact_t ex = { { 0 } };
+            for (int i = 0; i < n; ++i) {
+                v[i] = draw(set);
+                exact_add(&ex, v[i]);
+            }
+            ofl_repsum_from_double(e, v, (size_t) n);
+            ofl_repsum_t first = tree_sum(e, n, add);
+            double got;
+            ofl_repsum_to_double(&got, &first, 1);
+            for (int k = 0; k < 24; ++k) {
+                ofl_repsum_t other = (k & 1) ? tree_sum(e, n, add) : chain_sum(e, n, add);
+                double again;
+                ofl_repsum_to_double(&again, &other, 1);
+                CHECK(0 == memcmp(&other, &first, sizeof(other)) && same_bits(again, got),
+                      "%s, %d terms: order %d gives %a, the first gave %a", set_names[set], n, k,
+                      again, got);
+            }
+            double want = exact_round(&ex, 53, -1074, 1023);
+            if (!ofl_repsum_inexact(&first)) {
+                ++exact_cases;
+                rounded += same_bits(got, want);
+                CHECK(same_bits(got, want), "%s, %d terms, nothing dropped: %a, exact sum "
+                      "rounded is %a", set_names[set], n, got, want);
+            } else if (CANCEL != set) {
+                within += ulp_dist(got, want) <= 1;
+                CHECK(ulp_dist(got, want) <= 1, "%s, %d terms: %a is %llu ulp from the exact "
+                      "sum %a", set_names[set], n, got,
+                      (unsigned long long) ulp_dist(got, want), want);
+            } else {
+                /* heavy cancellation: the bound is absolute, terms * 2^-80 * max|x| */
+                double maxabs = 0;
+                for (int i = 0; i < n; ++i) {
+                    maxabs = fmax(maxabs, fabs(v[i]));
+                }
+                CHECK(fabs(got - want) <= ldexp(maxabs * n, -80) + ldexp(fabs(want), -52),
+                      "cancelling, %d terms: %a vs exact %a", n, got, want);
+            }
+        }
+    }
+    CHECK(exact_cases > 100 && rounded == exact_cases, "correctly rounded %d of %d",
+          rounded, exact_cases);
+    CHECK(within > 50, "only %d inexact cases checked against 1 ulp", within);
+}
+
+static void test_floats(void)
+{
+    ofl_alu_fn add = ofl_alu_lookup(OFL_OP_SUM, OFL_T_REPSUM);
+    int checked = 0;
+    for (int trial = 0; trial < 200; ++trial) {
+        int n = 1 + (int) (rnd() % MAXN);
+        float f[MAXN];
+        ofl_repsum_t e[MAXN];
+        exact_t ex = { { 0 } };
+        for (int i = 0; i < n; ++i) {
+            f[i] = (float) ((trial & 1 ? -1.0 : 1.0) * ((rnd() % 5) ? 1.0 : -1.0)
+                            * ldexp(1.0 + rnd_unit(), (int) (rnd() % 30) - 15));
+            if (trial % 10 == 9) {
+                f[i] = (float) ldexp(rnd_unit(), -140 - (int) (rnd() % 9));   /* subnormal */
+            }
+            exact_add(&ex, f[i]);
+        }
+        ofl_repsum_from_float(e, f, (size_t) n);
+        ofl_repsum_t a = tree_sum(e, n, add), b = chain_sum(e, n, add);
+        float ga, gb;
+        ofl_repsum_to_float(&ga, &a, 1);
+        ofl_repsum_to_float(&gb, &b, 1);
+        float want = (float) exact_round(&ex, 24, -149, 127);
+        CHECK(0 == memcmp(&ga, &gb, sizeof(ga)), "float orders differ: %a vs %a", ga, gb);
+        /* 24 + 80 kept bits: float sums of these data never drop anything */
+        CHECK(!ofl_repsum_inexact(&a), "float sum dropped bits");
+        CHECK(0 == memcmp(&ga, &want, sizeof(ga)), "float sum %a, exact sum rounded %a", ga,
+              want);
+        ++checked;
+    }
+    CHECK(200 == checked, "float trials");
+}
+
+static double sum_of(const double *v, int n)
+{
+    ofl_alu_fn add = ofl_alu_lookup(OFL_OP_SUM, OFL_T_REPSUM);
+    ofl_repsum_t e[MAXN];
+    ofl_repsum_from_double(e, v, (size_t) n);
+    ofl_repsum_t s = tree_sum(e, n, add);
+    double out;
+    ofl_repsum_to_double(&out, &s, 1);
+    return out;
+}
+
+static void test_special_values(void)
+{
+    double d;
+    d = sum_of((double[]) { 1.0, NAN, 2.0 }, 3);
+    CHECK(isnan(d), "1 + NaN + 2 = %a", d);
+    d = sum_of((double[]) { INFINITY, -INFINITY }, 2);
+    CHECK(isnan(d), "Inf - Inf = %a", d);
+    d = sum_of((double[]) { INFINITY, -DBL_MAX, 3.0 }, 3);
+    CHECK(isinf(d) && d > 0, "Inf + finite = %a", d);
+    d = sum_of((double[]) { -INFINITY, -INFINITY }, 2);
+    CHECK(isinf(d) && d < 0, "-Inf - Inf = %a", d);
+    d = sum_of((double[]) { -0.0, -0.0, -0.0 }, 3);
+    CHECK(0.0 == d && signbit(d), "-0 + -0 + -0 = %a, want -0", d);
+    d = sum_of((double[]) { -0.0, 0.0 }, 2);
+    CHECK(0.0 == d && !signbit(d), "-0 + +0 = %a, want +0", d);
+    d = sum_of((double[]) { 1.5, -1.5, -0.0 }, 3);
+    CHECK(0.0 == d && !signbit(d), "1.5 - 1.5 - 0 = %a, want +0", d);
+    d = sum_of((double[]) { DBL_MAX, DBL_MAX }, 2);
+    CHECK(isinf(d) && d > 0, "DBL_MAX + DBL_MAX = %a, want +Inf", d);
+    d = sum_of((double[]) { -DBL_MAX, -DBL_MAX, -1.0 }, 3);
+    CHECK(isinf(d) && d < 0, "-2 DBL_MAX = %a, want -Inf", d);
+    /* the exact sum fits although partial sums would not: every order agrees */
+    d = sum_of((double[]) { DBL_MAX, DBL_MAX, -DBL_MAX }, 3);
+    CHECK(DBL_MAX == d, "DBL_MAX + DBL_MAX - DBL_MAX = %a", d);
+    /* the largest sum below the overflow threshold rounds to DBL_MAX */
+    d = sum_of((double[]) { DBL_MAX, ldexp(1.0, 970) * 0.999 }, 2);
+    CHECK(DBL_MAX == d, "DBL_MAX + just under half an ulp = %a", d);
+    d = sum_of((double[]) { DBL_MAX, ldexp(1.0, 970) }, 2);
+    CHECK(isinf(d), "DBL_MAX + half an ulp (ties to even overflows) = %a", d);
+    double tiny = ldexp(1.0, -1074);
+    d = sum_of((double[]) { tiny, tiny, tiny }, 3);
+    CHECK(ldexp(3.0, -1074) == d, "3 smallest subnormals = %a", d);
+    d = sum_of((double[]) { DBL_MIN, -tiny }, 2);
+    CHECK(DBL_MIN - tiny == d, "DBL_MIN - 2^-1074 = %a", d);
+    /* 1 + 2^-53 + 2^-53: the ordinary left-to-right sum says 1, the exact sum 1 + 2^-52 */
+    d = sum_of((double[]) { 1.0, ldexp(1.0, -53), ldexp(1.0, -53) }, 3);
+    CHECK(1.0 + ldexp(1.0, -52) == d, "1 + 2^-53 + 2^-53 = %a", d);
+    /* bits below the kept bins are dropped, and that is reported */
+    ofl_repsum_t e[2], s;
+    ofl_repsum_from_double(e, (double[]) { ldexp(1.0, 100), 1.0 }, 2);
+    ofl_repsum_add(&s, &e[0], &e[1], 1);
+    CHECK(ofl_repsum_inexact(&s), "2^100 + 1: the 1 lies below the kept bins");
+    ofl_repsum_add(&s, &e[1], &e[1], 1);
+    CHECK(!ofl_repsum_inexact(&s), "1 + 1 is exact");
+    float f;
+    ofl_repsum_t fe[2];
+    ofl_repsum_from_float(fe, (float[]) { FLT_MAX, FLT_MAX }, 2);
+    ofl_repsum_add(&s, &fe[0], &fe[1], 1);
+    ofl_repsum_to_float(&f, &s, 1);
+    CHECK(isinf(f) && f > 0, "float FLT_MAX + FLT_MAX = %a, want +Inf", f);
+    ofl_repsum_from_float(fe, (float[]) { -0.0f, -0.0f }, 2);
+    ofl_repsum_add(&s, &fe[0], &fe[1], 1);
+    ofl_repsum_to_float(&f, &s, 1);
+    CHECK(0.0f == f && signbit(f), "float -0 + -0 = %a", f);
+}
+
+/* Complex values are pairs of reals: their parts are summed independently. */
+static void test_complex(void)
+{
+    ofl_alu_fn add = ofl_alu_lookup(OFL_OP_SUM, OFL_T_REPSUM);
+    double _Complex z[3] = { 1.0 + 2.0 * I, ldexp(1.0, -60) - 3.0 * I, -1.0 + 0.5 * I };
+    ofl_repsum_t e[3][2], s[2], t[2];
+    for (int i = 0; i < 3; ++i) {
+        ofl_repsum_from_double(e[i], (const double *) &z[i], 2);
+    }
+    add(s, e[0], e[1], 2);
+    add(s, s, e[2], 2);
+    add(t, e[2], e[0], 2);
+    add(t, e[1], t, 2);
+    double _Complex r1, r2;
+    ofl_repsum_to_double((double *) &r1, s, 2);
+    ofl_repsum_to_double((double *) &r2, t, 2);
+    CHECK(0 == memcmp(&r1, &r2, sizeof(r1)), "complex orders differ");
+    CHECK(creal(r1) == ldexp(1.0, -60) && cimag(r1) == -0.5, "complex sum %a%+ai", creal(r1),
+          cimag(r1));
+}
+
+int main(void)
+{
+    test_orders_and_reference();
+    test_floats();
+    test_special_values();
+    test_complex();
+    return unit_report("test_repsum");
+}
