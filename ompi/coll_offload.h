@@ -66,7 +66,21 @@ typedef struct {
     char *inject;                       /* tests only: STEP:RANK[:kill],... (see below) */
     int agree_above;                    /* blocking fallbacks the policy chose wait for
                                            the call records above this many bytes */
+    int repsum;                         /* reproducible float sums (info key overrides) */
 } mca_coll_offload_params_t;
+
+/* Reproducible sums on one communicator (coll_offload_repsum.c). */
+typedef enum {
+    OFL_REPSUM_UNDECIDED = 0,   /* no float sum yet: decided (and agreed) at the first */
+    OFL_REPSUM_OFF,
+    OFL_REPSUM_ON
+} ofl_repsum_mode_t;
+
+typedef struct {
+    int mode;                   /* ofl_repsum_mode_t */
+    void *stage;                /* blocking calls' binned elements; grows only */
+    size_t stage_bytes;
+} mca_coll_offload_repsum_t;
 
 /* Steps of the set-up (and the staging of a bcast) where coll_offload_inject can
  * make a rank fail, to test the error paths. */
@@ -165,6 +179,7 @@ typedef struct {
     void *pack;               /* staging for non-contiguous bcast layouts; grows only */
     size_t pack_bytes;
     int warned;
+    mca_coll_offload_repsum_t repsum;
 
     /* Posted instances (coll_offload_nb.c). Nonblocking and persistent calls,
      * and blocking ones while any of those is outstanding, run as instances in
@@ -412,6 +427,40 @@ int mca_coll_offload_types_overflow(void);
  * signedness) get a user op over the ALU's kernels. Each module holds a
  * reference on those ops from construction to destruction. */
 struct ompi_op_t *mca_coll_offload_below_op(struct ompi_datatype_t *dtype, struct ompi_op_t *op);
+
+/* Reproducible sums. The kinds of datatype they cover (0: not a float sum). */
+enum { OFL_RS_NONE = 0, OFL_RS_FLOAT, OFL_RS_DOUBLE, OFL_RS_CFLOAT, OFL_RS_CDOUBLE };
+int mca_coll_offload_repsum_kind(struct ompi_datatype_t *dtype, struct ompi_op_t *op);
+/* The wire datatype (one binned element, contiguous) and the commutative user op
+ * over it that the layer below gets; created with the wrapping ops. */
+struct ompi_datatype_t *mca_coll_offload_repsum_type(void);
+struct ompi_op_t *mca_coll_offload_repsum_op(void);
+/* 1 when (dtype, op) is a float sum this communicator makes reproducible;
+ * blocking calls agree on the mode at the first such call (*rc: its error). */
+int mca_coll_offload_repsum_wanted(mca_coll_offload_repsum_t *r, struct ompi_datatype_t *dtype,
+                                   struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                                   mca_coll_base_module_allreduce_fn_t below,
+                                   mca_coll_base_module_t *below_module, int agree, int *rc);
+/* The blocking calls in reproducible mode: convert, run `self` (the module's
+ * own entry point) on the binned elements, convert back. */
+int mca_coll_offload_repsum_allreduce(mca_coll_offload_repsum_t *r, const void *sbuf, void *rbuf,
+                                      int count, struct ompi_datatype_t *dtype,
+                                      struct ompi_communicator_t *comm,
+                                      mca_coll_base_module_t *module,
+                                      mca_coll_base_module_allreduce_fn_t self);
+int mca_coll_offload_repsum_reduce(mca_coll_offload_repsum_t *r, const void *sbuf, void *rbuf,
+                                   int count, struct ompi_datatype_t *dtype, int root,
+                                   struct ompi_communicator_t *comm,
+                                   mca_coll_base_module_t *module,
+                                   mca_coll_base_module_reduce_fn_t self);
+void mca_coll_offload_repsum_fini(mca_coll_offload_repsum_t *r);
+/* Nonblocking (persistent = 0) and persistent allreduce (reduce = 0) or reduce
+ * in reproducible mode on the flat module. */
+int mca_coll_offload_repsum_request(int reduce, int persistent, const void *sbuf, void *rbuf,
+                                    int count, struct ompi_datatype_t *dtype, int root,
+                                    struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                    ompi_request_t **request, mca_coll_base_module_t *module);
+void mca_coll_offload_repsum_close(void);
 void mca_coll_offload_wrap_ops_retain(void);
 void mca_coll_offload_wrap_ops_release(void);
 

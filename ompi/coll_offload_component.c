@@ -60,6 +60,7 @@ static int offload_close(void)
 {
     mca_coll_offload_component_t *c = &mca_coll_offload_component;
     /* Communicators are gone by now: stop the agent before anything else. */
+    mca_coll_offload_repsum_close();
     mca_coll_offload_nb_close();
     if (c->params.verbose > 0) {
         for (int k = 0; k < OFL_COLL_COUNT; ++k) {

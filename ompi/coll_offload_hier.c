@@ -62,6 +62,8 @@ typedef struct {
     ofl_program_t net_allreduce;
     ofl_program_t net_barrier;
     ofl_inst_t net_inst;
+    mca_coll_offload_repsum_t repsum;   /* reproducible sums: the node-aware calls
+                                           carry the binned elements too */
 } hier_module_t;
 
 static int net_warned;
@@ -99,6 +101,7 @@ static void hier_destruct(hier_module_t *h)
     free(h->node_of);
     free(h->lrank_of);
     free(h->tmp);
+    mca_coll_offload_repsum_fini(&h->repsum);
     mca_coll_offload_below_release(&h->below);
     mca_coll_offload_wrap_ops_release();
 }
@@ -449,6 +452,16 @@ static int hier_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_d
                           mca_coll_base_module_t *module)
 {
     hier_module_t *h = (hier_module_t *) module;
+    int rs_rc = OMPI_SUCCESS;
+    if (OPAL_UNLIKELY(OFL_REPSUM_OFF != h->repsum.mode)
+        && mca_coll_offload_repsum_wanted(&h->repsum, dtype, op, comm, h->below.allreduce,
+                                          h->below.allreduce_module, 1, &rs_rc)) {
+        return mca_coll_offload_repsum_allreduce(&h->repsum, sbuf, rbuf, count, dtype, comm,
+                                                 module, hier_allreduce);
+    }
+    if (OMPI_SUCCESS != rs_rc) {
+        return rs_rc;
+    }
     size_t bytes = (size_t) count * dtype->super.size;
     int rc, why = HIER_DISABLED == h->state ? OFL_R_NIC : OFL_R_UNSET;
     if (hier_ready(h, comm, &rc)) {
@@ -516,6 +529,16 @@ static int hier_reduce(const void *sbuf, void *rbuf, int count, struct ompi_data
                        mca_coll_base_module_t *module)
 {
     hier_module_t *h = (hier_module_t *) module;
+    int rs_rc = OMPI_SUCCESS;
+    if (OPAL_UNLIKELY(OFL_REPSUM_OFF != h->repsum.mode)
+        && mca_coll_offload_repsum_wanted(&h->repsum, dtype, op, comm, h->below.allreduce,
+                                          h->below.allreduce_module, 1, &rs_rc)) {
+        return mca_coll_offload_repsum_reduce(&h->repsum, sbuf, rbuf, count, dtype, root, comm,
+                                              module, hier_reduce);
+    }
+    if (OMPI_SUCCESS != rs_rc) {
+        return rs_rc;
+    }
     size_t bytes = (size_t) count * dtype->super.size;
     int rc, why = HIER_DISABLED == h->state ? OFL_R_NIC : OFL_R_UNSET;
     if (hier_ready(h, comm, &rc)) {

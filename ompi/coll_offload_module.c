@@ -120,6 +120,7 @@ static void module_destruct(mca_coll_offload_module_t *m)
     release_nic(m);
     free(m->pack);
     m->pack = NULL;
+    mca_coll_offload_repsum_fini(&m->repsum);
     mca_coll_offload_below_release(&m->below);
     mca_coll_offload_wrap_ops_release();
 }

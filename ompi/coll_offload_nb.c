@@ -1472,6 +1472,17 @@ int mca_coll_offload_iallreduce(const void *sbuf, void *rbuf, int count,
                                 mca_coll_base_module_t *module)
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
+    if (OPAL_UNLIKELY(OFL_REPSUM_OFF != m->repsum.mode)) {
+        int rs_rc;
+        if (mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm, m->below.allreduce,
+                                           m->below.allreduce_module, 0, &rs_rc)) {
+            return mca_coll_offload_repsum_request(0, 0, sbuf, rbuf, count, dtype, 0, comm, NULL, request,
+                                                   module);
+        }
+        if (OMPI_SUCCESS != rs_rc) {
+            return rs_rc;
+        }
+    }
     int why;
     int rc = reduction(m, comm, REQ_NONBLOCKING, OFL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype,
                        op, 0, NULL, request, &why);
@@ -1490,6 +1501,17 @@ int mca_coll_offload_ireduce(const void *sbuf, void *rbuf, int count,
                              mca_coll_base_module_t *module)
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
+    if (OPAL_UNLIKELY(OFL_REPSUM_OFF != m->repsum.mode)) {
+        int rs_rc;
+        if (mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm, m->below.allreduce,
+                                           m->below.allreduce_module, 0, &rs_rc)) {
+            return mca_coll_offload_repsum_request(1, 0, sbuf, rbuf, count, dtype, root, comm, NULL, request,
+                                                   module);
+        }
+        if (OMPI_SUCCESS != rs_rc) {
+            return rs_rc;
+        }
+    }
     int why;
     int rc = reduction(m, comm, REQ_NONBLOCKING, OFL_COLL_REDUCE, sbuf, rbuf, count, dtype, op,
                        root, NULL, request, &why);
@@ -1563,6 +1585,17 @@ int mca_coll_offload_allreduce_init(const void *sbuf, void *rbuf, int count,
                                     ompi_request_t **request, mca_coll_base_module_t *module)
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
+    if (OPAL_UNLIKELY(OFL_REPSUM_OFF != m->repsum.mode)) {
+        int rs_rc;
+        if (mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm, m->below.allreduce,
+                                           m->below.allreduce_module, 1, &rs_rc)) {
+            return mca_coll_offload_repsum_request(0, 1, sbuf, rbuf, count, dtype, 0, comm, info, request,
+                                                   module);
+        }
+        if (OMPI_SUCCESS != rs_rc) {
+            return rs_rc;
+        }
+    }
     int why;
     int rc = reduction(m, comm, REQ_PERSISTENT, OFL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype,
                        op, 0, NULL, request, &why);
@@ -1591,6 +1624,17 @@ int mca_coll_offload_reduce_init(const void *sbuf, void *rbuf, int count,
                                  ompi_request_t **request, mca_coll_base_module_t *module)
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
+    if (OPAL_UNLIKELY(OFL_REPSUM_OFF != m->repsum.mode)) {
+        int rs_rc;
+        if (mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm, m->below.allreduce,
+                                           m->below.allreduce_module, 1, &rs_rc)) {
+            return mca_coll_offload_repsum_request(1, 1, sbuf, rbuf, count, dtype, root, comm, info, request,
+                                                   module);
+        }
+        if (OMPI_SUCCESS != rs_rc) {
+            return rs_rc;
+        }
+    }
     int why;
     int rc = reduction(m, comm, REQ_PERSISTENT, OFL_COLL_REDUCE, sbuf, rbuf, count, dtype, op,
                        root, NULL, request, &why);

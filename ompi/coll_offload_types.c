@@ -5,6 +5,7 @@
 
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/op/op.h"
+#include "alu/repsum.h"
 
 #include <pthread.h>
 
@@ -60,6 +61,13 @@ static void map_type(ompi_datatype_t *dt, ofl_type_t t)
 {
     map_type_as(dt, t, KNOWN_ALL);
 }
+
+/* Reproducible sums handed to the layer below travel as binned elements (a
+ * contiguous datatype of their bytes) under a commutative user op over the
+ * ALU's kernel: whatever order the layer below combines in, the result is the
+ * one the NIC would give. Made and released with the wrapping ops. */
+static ompi_datatype_t *repsum_type;
+static ompi_op_t *repsum_op;
 
 /* The ALU type of a predefined datatype, or NULL when it has none. */
 static inline const known_type_t *known_type(const ompi_datatype_t *dt)
@@ -162,7 +170,10 @@ int mca_coll_offload_map_kind(struct ompi_datatype_t *dtype, struct ompi_op_t *o
     ofl_alu_fn fn;
     size_t elem;
     int reason = mca_coll_offload_map(dtype, op, &fn, &elem);
-    if (0 == reason) {
+    if (0 == reason && op == repsum_op) {
+        *o = OFL_OP_SUM;
+        *t = OFL_T_REPSUM;
+    } else if (0 == reason) {
         *o = (ofl_op_t) ofl_op_of(op);
         *t = (ofl_type_t) known_type(dtype)->type;
     }
@@ -175,6 +186,11 @@ int mca_coll_offload_map_kind(struct ompi_datatype_t *dtype, struct ompi_op_t *o
 int mca_coll_offload_map(struct ompi_datatype_t *dtype, struct ompi_op_t *op, ofl_alu_fn *fn,
                          size_t *elem)
 {
+    if (OPAL_UNLIKELY(op == repsum_op) && NULL != op && dtype == repsum_type) {
+        *fn = ofl_alu_lookup(OFL_OP_SUM, OFL_T_REPSUM);
+        *elem = ofl_type_size(OFL_T_REPSUM);
+        return 0;
+    }
     if (!ompi_op_is_intrinsic(op)) {
         return 1;
     }
@@ -212,6 +228,7 @@ static pthread_mutex_t wrap_lock = PTHREAD_MUTEX_INITIALIZER;
 static ompi_op_t *wrap_op[4];   /* SUM, PROD, MIN, MAX */
 static int wrap_refs;
 
+
 static inline void wrap_apply(ofl_op_t o, ompi_op_t *intrinsic, void *in, void *inout,
                               int *len, struct ompi_datatype_t **dt)
 {
@@ -246,6 +263,47 @@ static void wrap_max(void *in, void *inout, int *len, struct ompi_datatype_t **d
     wrap_apply(OFL_OP_MAX, &ompi_mpi_op_max.op, in, inout, len, dt);
 }
 
+static void repsum_apply(void *in, void *inout, int *len, struct ompi_datatype_t **dt)
+{
+    (void) dt;   /* only ever the wire type: whole elements */
+    if (*len > 0) {
+        ofl_repsum_add(inout, in, inout, (size_t) *len);
+    }
+}
+
+struct ompi_datatype_t *mca_coll_offload_repsum_type(void)
+{
+    return repsum_type;
+}
+
+struct ompi_op_t *mca_coll_offload_repsum_op(void)
+{
+    return repsum_op;
+}
+
+int mca_coll_offload_repsum_kind(struct ompi_datatype_t *dtype, struct ompi_op_t *op)
+{
+    if (op != &ompi_mpi_op_sum.op) {
+        return OFL_RS_NONE;
+    }
+    const known_type_t *k = ompi_datatype_is_predefined(dtype) ? known_type(dtype) : NULL;
+    if (NULL == k) {
+        return OFL_RS_NONE;
+    }
+    switch (k->type) {
+    case OFL_T_FLOAT:
+        return OFL_RS_FLOAT;
+    case OFL_T_DOUBLE:
+        return OFL_RS_DOUBLE;
+    case OFL_T_CFLOAT:
+        return OFL_RS_CFLOAT;
+    case OFL_T_CDOUBLE:
+        return OFL_RS_CDOUBLE;
+    default:
+        return OFL_RS_NONE;
+    }
+}
+
 void mca_coll_offload_wrap_ops_retain(void)
 {
     pthread_mutex_lock(&wrap_lock);
@@ -254,6 +312,13 @@ void mca_coll_offload_wrap_ops_retain(void)
         wrap_op[1] = ompi_op_create_user(true, (ompi_op_fortran_handler_fn_t *) wrap_prod);
         wrap_op[2] = ompi_op_create_user(true, (ompi_op_fortran_handler_fn_t *) wrap_min);
         wrap_op[3] = ompi_op_create_user(true, (ompi_op_fortran_handler_fn_t *) wrap_max);
+        repsum_op = ompi_op_create_user(true, (ompi_op_fortran_handler_fn_t *) repsum_apply);
+        if (OMPI_SUCCESS != ompi_datatype_create_contiguous((int) sizeof(ofl_repsum_t),
+                                                            MPI_BYTE, &repsum_type)
+            || OMPI_SUCCESS != ompi_datatype_commit(&repsum_type)) {
+            /* without it reproducible mode computes nothing: it stays off */
+            repsum_type = NULL;
+        }
     }
     pthread_mutex_unlock(&wrap_lock);
 }
@@ -267,6 +332,14 @@ void mca_coll_offload_wrap_ops_release(void)
                 OBJ_RELEASE(wrap_op[i]);
                 wrap_op[i] = NULL;
             }
+        }
+        if (NULL != repsum_op) {
+            OBJ_RELEASE(repsum_op);
+            repsum_op = NULL;
+        }
+        if (NULL != repsum_type) {
+            ompi_datatype_destroy(&repsum_type);
+            repsum_type = NULL;
         }
     }
     pthread_mutex_unlock(&wrap_lock);

@@ -107,10 +107,20 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
     p->agree_above = 1024;
     p->ofi_fabric = (char *) "";
     p->inject = (char *) "";
+    p->repsum = 0;
 
     reg_int(c, "priority",
             "Priority of coll/offload (tuned is 30: the default makes offload the first choice)",
             OPAL_INFO_LVL_6, &p->priority);
+    reg_int(c, "repsum",
+            "Reproducible sums: 1 makes MPI_SUM on float, double and their complex types "
+            "bitwise identical whatever the number of ranks, the data's distribution over "
+            "them, the algorithm, tree, radix or hierarchy (each value is carried as "
+            "binned integers summed on the NIC and rounded once at the end; within 1 ulp "
+            "of the exact sum, see the README for the cost). 0: ordinary sums. A "
+            "communicator's info key coll_offload_repsum (\"true\"/\"false\") overrides "
+            "this; every rank must say the same",
+            OPAL_INFO_LVL_4, &p->repsum);
     reg_int(c, "verbose",
             "Verbosity: 1 set-up and faults, 10 every offload/fallback decision, "
             "50 dump each rank's descriptor programs",

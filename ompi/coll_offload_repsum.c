@@ -1,0 +1,450 @@
+/*
+ * coll/offload — reproducible sums at the MPI level (src/alu/repsum.h has the
+ * format and the guarantee).
+ *
+ * A float sum in reproducible mode is converted into binned elements in a
+ * staging buffer, run as an ordinary reduction of the wire datatype under the
+ * wire op (so the NIC's programs, the board, the node-aware module and the
+ * layer below all carry it unchanged: the wire op is integer adds), and
+ * converted back once. Whichever path the wire call takes, the result is a
+ * function of the inputs alone: never the ordinary sum.
+ */
+#include "coll_offload.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "alu/repsum.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/mca/coll/base/coll_base_util.h"
+#include "ompi/request/request.h"
+#include "opal/runtime/opal_progress.h"
+#include "opal/util/info.h"
+#include "opal/util/output.h"
+
+#define INFO_KEY "coll_offload_repsum"
+
+/* What this rank asks for: the info key if the communicator carries it, else
+ * the MCA parameter. */
+static int asked_here(struct ompi_communicator_t *comm)
+{
+    int on = 0 != mca_coll_offload_component.params.repsum;
+    opal_info_t *info = comm->super.s_info;
+    if (NULL != info) {
+        bool value = false;
+        int flag = 0;
+        if (OPAL_SUCCESS == opal_info_get_bool(info, (char *) INFO_KEY, &value, &flag) && flag) {
+            on = value;
+        }
+    }
+    return on;
+}
+
+int mca_coll_offload_repsum_wanted(mca_coll_offload_repsum_t *r, struct ompi_datatype_t *dtype,
+                                   struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                                   mca_coll_base_module_allreduce_fn_t below,
+                                   mca_coll_base_module_t *below_module, int agree, int *rc)
+{
+    *rc = OMPI_SUCCESS;
+    int mode = __atomic_load_n(&r->mode, __ATOMIC_RELAXED);
+    if (OPAL_LIKELY(OFL_REPSUM_OFF == mode)
+        || OFL_RS_NONE == mca_coll_offload_repsum_kind(dtype, op)) {
+        return 0;
+    }
+    if (OFL_REPSUM_UNDECIDED != mode) {
+        return 1;
+    }
+    int here = asked_here(comm) && NULL != mca_coll_offload_repsum_type();
+    if (!agree) {
+        /* A nonblocking call cannot wait in an agreement (ranks may start
+         * them in different orders): this rank's own answer stands; a rank
+         * that answers differently makes a call of another signature, which
+         * the mismatch check reports once the NIC is set up. */
+        mode = here ? OFL_REPSUM_ON : OFL_REPSUM_OFF;
+        __atomic_store_n(&r->mode, mode, __ATOMIC_RELAXED);
+        return OFL_REPSUM_ON == mode;
+    }
+    /* Every rank reaches this in the same call (op and datatype are the same
+     * everywhere), so the layer below can agree: MIN of (on, off). */
+    int votes[2] = { here, !here }, all[2] = { 0, 0 };
+    *rc = below(votes, all, 2, MPI_INT, MPI_MIN, comm, below_module);
+    if (OMPI_SUCCESS != *rc) {
+        return 0;
+    }
+    if (!all[0] && !all[1]) {
+        opal_output(0,
+                    "coll:offload: communicator %s (cid %u): ranks disagree on reproducible "
+                    "sums (info key " INFO_KEY " or MCA parameter coll_offload_repsum); "
+                    "returning MPI_ERR_ARG",
+                    comm->c_name, OFL_COMM_CID(comm));
+        *rc = MPI_ERR_ARG;
+        return 0;
+    }
+    mode = all[0] ? OFL_REPSUM_ON : OFL_REPSUM_OFF;
+    __atomic_store_n(&r->mode, mode, __ATOMIC_RELAXED);
+    if (mca_coll_offload_component.params.verbose >= 10) {
+        opal_output(mca_coll_offload_component.output,
+                    "coll:offload: %s: reproducible sums %s", comm->c_name,
+                    OFL_REPSUM_ON == mode ? "on" : "off");
+    }
+    return OFL_REPSUM_ON == mode;
+}
+
+/* Binned elements per call: two per complex value. */
+static size_t elements(int kind, int count)
+{
+    size_t n = count > 0 ? (size_t) count : 0;
+    return (OFL_RS_CFLOAT == kind || OFL_RS_CDOUBLE == kind) ? 2 * n : n;
+}
+
+static void to_wire(ofl_repsum_t *out, const void *in, int kind, size_t n)
+{
+    if (OFL_RS_FLOAT == kind || OFL_RS_CFLOAT == kind) {
+        ofl_repsum_from_float(out, in, n);
+    } else {
+        ofl_repsum_from_double(out, in, n);
+    }
+}
+
+static void from_wire(void *out, const ofl_repsum_t *in, int kind, size_t n)
+{
+    if (OFL_RS_FLOAT == kind || OFL_RS_CFLOAT == kind) {
+        ofl_repsum_to_float(out, in, n);
+    } else {
+        ofl_repsum_to_double(out, in, n);
+    }
+}
+
+/* The staging buffer: the module's, grown as needed and kept. NULL when it
+ * cannot grow. */
+static ofl_repsum_t *stage(mca_coll_offload_repsum_t *r, size_t n)
+{
+    size_t bytes = n * sizeof(ofl_repsum_t);
+    if (r->stage_bytes < bytes) {
+        void *p = NULL;
+        /* aligned: elements never straddle a cache line */
+        if (0 != posix_memalign(&p, 64, bytes)) {
+            return NULL;
+        }
+        free(r->stage);
+        r->stage = p;
+        r->stage_bytes = bytes;
+    }
+    return r->stage;
+}
+
+/* The layouts are those of the predefined types: contiguous, no lower bound. */
+int mca_coll_offload_repsum_allreduce(mca_coll_offload_repsum_t *r, const void *sbuf, void *rbuf,
+                                      int count, struct ompi_datatype_t *dtype,
+                                      struct ompi_communicator_t *comm,
+                                      mca_coll_base_module_t *module,
+                                      mca_coll_base_module_allreduce_fn_t self)
+{
+    int kind = mca_coll_offload_repsum_kind(dtype, &ompi_mpi_op_sum.op);
+    size_t n = elements(kind, count);
+    ofl_repsum_t *w = stage(r, n);
+    if (NULL == w) {
+        /* Every rank needs the same number of bytes; a rank out of memory
+         * cannot take part, and saying so is all it can do. */
+        opal_output(0, "coll:offload: MPI_Allreduce on communicator %s (cid %u): cannot "
+                    "allocate %zu B for the reproducible sum; returning "
+                    "MPI_ERR_NO_MEM", comm->c_name, OFL_COMM_CID(comm),
+                    n * sizeof(ofl_repsum_t));
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    to_wire(w, MPI_IN_PLACE == sbuf ? rbuf : sbuf, kind, n);
+    int rc = self(MPI_IN_PLACE, w, (int) n, mca_coll_offload_repsum_type(),
+                  mca_coll_offload_repsum_op(), comm, module);
+    if (OMPI_SUCCESS == rc) {
+        from_wire(rbuf, w, kind, n);
+    }
+    return rc;
+}
+
+int mca_coll_offload_repsum_reduce(mca_coll_offload_repsum_t *r, const void *sbuf, void *rbuf,
+                                   int count, struct ompi_datatype_t *dtype, int root,
+                                   struct ompi_communicator_t *comm,
+                                   mca_coll_base_module_t *module,
+                                   mca_coll_base_module_reduce_fn_t self)
+{
+    int kind = mca_coll_offload_repsum_kind(dtype, &ompi_mpi_op_sum.op);
+    size_t n = elements(kind, count);
+    int is_root = ompi_comm_rank(comm) == root;
+    ofl_repsum_t *w = stage(r, n);
+    if (NULL == w) {
+        opal_output(0, "coll:offload: MPI_Reduce on communicator %s (cid %u): cannot "
+                    "allocate %zu B for the reproducible sum; returning "
+                    "MPI_ERR_NO_MEM", comm->c_name, OFL_COMM_CID(comm),
+                    n * sizeof(ofl_repsum_t));
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    to_wire(w, (MPI_IN_PLACE == sbuf && is_root) ? rbuf : sbuf, kind, n);
+    int rc = self(is_root ? MPI_IN_PLACE : w, is_root ? w : NULL, (int) n,
+                  mca_coll_offload_repsum_type(), mca_coll_offload_repsum_op(), root, comm,
+                  module);
+    if (OMPI_SUCCESS == rc && is_root) {
+        from_wire(rbuf, w, kind, n);
+    }
+    return rc;
+}
+
+void mca_coll_offload_repsum_fini(mca_coll_offload_repsum_t *r)
+{
+    free(r->stage);
+    r->stage = NULL;
+    r->stage_bytes = 0;
+    r->mode = OFL_REPSUM_UNDECIDED;
+}
+
+/*
+ * Nonblocking and persistent calls. The binned call runs as a request of this
+ * component's own entry points (`inner`, offloaded or the layer below's); the
+ * request handed to the application (`outer`) completes once `inner` has and
+ * its elements are converted back. Completion is found by a progress callback
+ * polling the active wrappers, not by a hook in `inner`, so it never races with
+ * whichever thread completes `inner`.
+ */
+typedef struct rs_req {
+    ompi_coll_base_nbc_request_t super;
+    ompi_request_t *inner;
+    int persistent;
+    int reduce;
+    int is_root;
+    int kind;
+    const void *sbuf;       /* the application's (MPI_IN_PLACE resolved) */
+    void *rbuf;
+    size_t n;               /* binned elements */
+    ofl_repsum_t *w;        /* the request's own elements */
+    int freed;              /* under rs_lock: freed by the application while active */
+    struct rs_req *next;    /* under rs_lock: the active list */
+} rs_req_t;
+
+static void rs_construct(rs_req_t *r)
+{
+    r->inner = NULL;
+    r->w = NULL;
+    r->freed = 0;
+    r->next = NULL;
+}
+
+static void rs_destruct(rs_req_t *r)
+{
+    free(r->w);
+    r->w = NULL;
+}
+
+static OBJ_CLASS_INSTANCE(rs_req_t, ompi_coll_base_nbc_request_t, rs_construct, rs_destruct);
+
+static pthread_mutex_t rs_lock = PTHREAD_MUTEX_INITIALIZER;
+static rs_req_t *rs_active;
+static int rs_nactive;          /* atomic: wrappers on the list */
+static int rs_registered;       /* under rs_lock: the progress callback is */
+
+static int rs_progress(void)
+{
+    if (0 == __atomic_load_n(&rs_nactive, __ATOMIC_ACQUIRE)) {
+        return 0;
+    }
+    if (0 != pthread_mutex_trylock(&rs_lock)) {
+        return 0;
+    }
+    rs_req_t *done = NULL, **link = &rs_active;
+    while (NULL != *link) {
+        rs_req_t *r = *link;
+        if (REQUEST_COMPLETE(r->inner)) {
+            *link = r->next;
+            r->next = done;
+            done = r;
+            __atomic_fetch_sub(&rs_nactive, 1, __ATOMIC_RELEASE);
+        } else {
+            link = &r->next;
+        }
+    }
+    pthread_mutex_unlock(&rs_lock);
+    int n = 0;
+    while (NULL != done) {
+        rs_req_t *r = done;
+        done = r->next;
+        r->next = NULL;
+        ompi_request_t *q = &r->super.super;
+        int rc = r->inner->req_status.MPI_ERROR;
+        if (MPI_SUCCESS == rc && (!r->reduce || r->is_root)) {
+            from_wire(r->rbuf, r->w, r->kind, r->n);
+        }
+        if (!r->persistent) {
+            ompi_request_free(&r->inner);
+        }
+        q->req_status.MPI_ERROR = rc;
+        pthread_mutex_lock(&rs_lock);
+        int freed = r->freed;
+        pthread_mutex_unlock(&rs_lock);
+        if (freed) {
+            /* nobody waits for it: complete (for any callback hooked on it), drop */
+            ompi_request_complete(q, true);
+            if (NULL != r->inner) {
+                ompi_request_free(&r->inner);
+            }
+            OBJ_RELEASE(r);
+        } else {
+            ompi_request_complete(q, true);
+        }
+        ++n;
+    }
+    return n;
+}
+
+static int rs_activate(rs_req_t *r)
+{
+    pthread_mutex_lock(&rs_lock);
+    if (!rs_registered) {
+        int rc = opal_progress_register(rs_progress);
+        if (OPAL_SUCCESS != rc) {
+            pthread_mutex_unlock(&rs_lock);
+            return rc;
+        }
+        rs_registered = 1;
+    }
+    r->next = rs_active;
+    rs_active = r;
+    __atomic_fetch_add(&rs_nactive, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&rs_lock);
+    return OMPI_SUCCESS;
+}
+
+static int rs_free(ompi_request_t **rptr)
+{
+    rs_req_t *r = (rs_req_t *) *rptr;
+    pthread_mutex_lock(&rs_lock);
+    int active = 0;
+    for (rs_req_t *p = rs_active; NULL != p; p = p->next) {
+        active |= p == r;
+    }
+    if (active) {
+        r->freed = 1;   /* the progress callback releases it when it ends */
+        pthread_mutex_unlock(&rs_lock);
+        *rptr = MPI_REQUEST_NULL;
+        return OMPI_SUCCESS;
+    }
+    pthread_mutex_unlock(&rs_lock);
+    if (NULL != r->inner) {
+        ompi_request_free(&r->inner);
+    }
+    OBJ_RELEASE(r);
+    *rptr = MPI_REQUEST_NULL;
+    return OMPI_SUCCESS;
+}
+
+static int rs_cancel(ompi_request_t *q, int flag)
+{
+    (void) q;
+    (void) flag;
+    return MPI_ERR_REQUEST;   /* MPI-3.1 section 5.12: erroneous for collectives */
+}
+
+/* Convert the application's data and start `inner` (persistent: at each start). */
+static int rs_start_one(rs_req_t *r)
+{
+    ompi_request_t *q = &r->super.super;
+    q->req_complete = REQUEST_PENDING;
+    q->req_state = OMPI_REQUEST_ACTIVE;
+    q->req_status.MPI_ERROR = MPI_SUCCESS;
+    to_wire(r->w, r->sbuf, r->kind, r->n);
+    int rc = r->inner->req_start(1, &r->inner);
+    if (OMPI_SUCCESS != rc) {
+        q->req_status.MPI_ERROR = rc;
+        ompi_request_complete(q, true);
+        return rc;
+    }
+    return rs_activate(r);
+}
+
+static int rs_start(size_t count, ompi_request_t **requests)
+{
+    for (size_t i = 0; i < count; ++i) {
+        rs_req_t *r = (rs_req_t *) requests[i];
+        if (OMPI_REQUEST_ACTIVE == r->super.super.req_state
+            && !REQUEST_COMPLETE(&r->super.super)) {
+            return MPI_ERR_REQUEST;   /* started twice: erroneous */
+        }
+        int rc = rs_start_one(r);
+        if (OMPI_SUCCESS != rc) {
+            return rc;
+        }
+    }
+    return OMPI_SUCCESS;
+}
+
+int mca_coll_offload_repsum_request(int reduce, int persistent, const void *sbuf, void *rbuf,
+                                    int count, struct ompi_datatype_t *dtype, int root,
+                                    struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                    ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    int kind = mca_coll_offload_repsum_kind(dtype, &ompi_mpi_op_sum.op);
+    rs_req_t *r = OBJ_NEW(rs_req_t);
+    if (NULL == r) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    ompi_request_t *q = &r->super.super;
+    OMPI_REQUEST_INIT(q, persistent);
+    q->req_type = OMPI_REQUEST_COLL;
+    q->req_mpi_object.comm = comm;
+    q->req_status = ompi_status_empty;
+    q->req_start = persistent ? rs_start : NULL;
+    q->req_free = rs_free;
+    q->req_cancel = rs_cancel;
+    r->persistent = persistent;
+    r->reduce = reduce;
+    r->is_root = !reduce || ompi_comm_rank(comm) == root;
+    r->kind = kind;
+    r->rbuf = rbuf;
+    r->sbuf = (MPI_IN_PLACE == sbuf && r->is_root) ? rbuf : sbuf;
+    r->n = elements(kind, count);
+    size_t bytes = (r->n ? r->n : 1) * sizeof(ofl_repsum_t);
+    if (0 != posix_memalign((void **) &r->w, 64, bytes)) {
+        r->w = NULL;
+        OBJ_RELEASE(r);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    struct ompi_datatype_t *wt = mca_coll_offload_repsum_type();
+    struct ompi_op_t *wo = mca_coll_offload_repsum_op();
+    const void *ws = r->is_root ? MPI_IN_PLACE : (const void *) r->w;
+    void *wr = r->is_root ? (void *) r->w : NULL;
+    int rc;
+    if (!persistent) {
+        to_wire(r->w, r->sbuf, kind, r->n);
+        rc = reduce ? mca_coll_offload_ireduce(ws, wr, (int) r->n, wt, wo, root, comm, &r->inner,
+                                               module)
+                    : mca_coll_offload_iallreduce(MPI_IN_PLACE, r->w, (int) r->n, wt, wo, comm,
+                                                  &r->inner, module);
+    } else {
+        rc = reduce ? mca_coll_offload_reduce_init(ws, wr, (int) r->n, wt, wo, root, comm, info,
+                                                   &r->inner, module)
+                    : mca_coll_offload_allreduce_init(MPI_IN_PLACE, r->w, (int) r->n, wt, wo,
+                                                      comm, info, &r->inner, module);
+    }
+    if (OMPI_SUCCESS != rc) {
+        r->inner = NULL;
+        OBJ_RELEASE(r);
+        return rc;
+    }
+    if (!persistent) {
+        rc = rs_activate(r);
+        if (OMPI_SUCCESS != rc) {
+            /* the binned call runs on; without the callback nobody would see it end */
+            return rc;
+        }
+    }
+    *request = q;
+    return OMPI_SUCCESS;
+}
+
+void mca_coll_offload_repsum_close(void)
+{
+    pthread_mutex_lock(&rs_lock);
+    if (rs_registered) {
+        opal_progress_unregister(rs_progress);
+        rs_registered = 0;
+    }
+    pthread_mutex_unlock(&rs_lock);
+}
