@@ -4,7 +4,7 @@
 # Usage: run.sh [BINDIR]
 #   BINDIR          directory holding t_coll, t_fallback, t_leak, t_fault, t_nb, t_nb_mt,
 #                   t_net, t_wrap, t_corrupt, t_stress, t_setup_fail, t_shm,
-#                   t_mismatch (default: this
+#                   t_mismatch, t_repsum (default: this
 #                   script's directory, i.e. run it from the build tree)
 # Environment:
 #   MPIRUN          launcher (default: mpirun)
@@ -45,7 +45,7 @@ expect=""
 [ "$EXPECT_OFFLOAD" = 1 ] && expect="--expect-offload"
 
 for prog in t_coll t_fallback t_leak t_fault t_nb t_nb_mt t_net t_wrap t_corrupt t_stress \
-            t_setup_fail t_shm t_mismatch; do
+            t_setup_fail t_shm t_mismatch t_repsum; do
     if [ ! -x "$BINDIR/$prog" ]; then
         echo "run.sh: $BINDIR/$prog not found or not executable (build first, or pass BINDIR)" >&2
         echo "0 passed, 1 failed"
@@ -356,6 +356,41 @@ board_small="--mca coll_offload_reduce_policy board:64,tree:16k,fallback:512k,tr
 board_small="$board_small --mca coll_offload_bcast_policy board:128,tree:16k,get:64k,fallback:256k,get"
 # shellcheck disable=SC2086
 run t_coll 3 "$board_small" --quick $expect
+# Reproducible sums: the same global data over np 1..8, every allreduce policy,
+# reduce trees of several shapes and radices, the layer below: every result the
+# exact sum (t_repsum checks in-process), and the same bytes in every run (the
+# hash each run prints). Then the info key on a communicator of an ordinary job.
+repsum_hash=""
+repsum_bad=0
+run_repsum() {
+    local np=$1 extra=$2 h
+    run t_repsum "$np" "--mca coll_offload_repsum 1 $extra" world
+    h=$(sed -n 's/^t_repsum: hash //p' "$LOGDIR/t_repsum.np$np.log" | tail -n 1)
+    repsum_hash=${repsum_hash:-$h}
+    if [ -z "$h" ] || [ "$h" != "$repsum_hash" ]; then
+        echo "         t_repsum np=$np $extra: result hash '$h', the first run's $repsum_hash"
+        repsum_bad=$((repsum_bad + 1))
+    fi
+}
+for np in 1 2 3 4 5 6 7 8; do
+    run_repsum "$np" ""
+done
+for policy in tree exchange:16k,tree split board:224,split fallback; do
+    run_repsum 5 "--mca coll_offload_allreduce_policy $policy --mca coll_offload_reduce_policy tree"
+done
+for tree in "kary --mca coll_offload_reduce_radix 2" "knomial --mca coll_offload_reduce_radix 3" \
+            "kary --mca coll_offload_reduce_radix 8" "flat"; do
+    run_repsum 6 "--mca coll_offload_allreduce_policy tree --mca coll_offload_reduce_policy tree --mca coll_offload_reduce_tree $tree"
+done
+run_repsum 4 "--mca coll_offload_reduce_policy fallback --mca coll_offload_agent 0"
+# shellcheck disable=SC2086
+run_repsum 3 "$board_small"
+if [ "$repsum_bad" = 0 ]; then
+    total_pass=$((total_pass + 1))
+else
+    total_fail=$((total_fail + 1))
+fi
+run t_repsum 4 ""
 if [ "$EXPECT_OFFLOAD" = 1 ]; then
     # Ranks passing different arguments to one call (op, datatype, count, root,
     # collective; every form): an error on every rank, never a hang (the
