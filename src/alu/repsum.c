@@ -26,6 +26,7 @@
 #define BIN_MASK ((INT64_C(1) << W) - 1)
 #define LOW_NONE 0xffu
 #define FLAGS_MASK (~(uint64_t) 0xffff)
+#define RS_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 typedef unsigned __int128 u128;
 
@@ -44,33 +45,29 @@ static inline uint64_t meta_make(unsigned top, unsigned low, uint64_t flags)
     return (uint64_t) top | ((uint64_t) low << 8) | flags;
 }
 
-static void from_one(ofl_repsum_t *e, double x)
+/* Straight from the bits: frexp and ldexp cost more than the rest together. */
+static inline void from_one(ofl_repsum_t *e, double x)
 {
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof(bits));
+    unsigned field = (unsigned) (bits >> 52) & 0x7ff;
+    uint64_t sig = bits & ((UINT64_C(1) << 52) - 1);
+    int negative = (int) (bits >> 63);
     e->c[0] = e->c[1] = e->c[2] = 0;
-    if (isnan(x)) {
-        e->meta = meta_make(0, LOW_NONE, OFL_REPSUM_NAN | OFL_REPSUM_NOT_NEGZERO);
+    if (RS_UNLIKELY(0x7ff == field)) {
+        uint64_t flag = 0 != sig ? OFL_REPSUM_NAN : negative ? OFL_REPSUM_NINF : OFL_REPSUM_PINF;
+        e->meta = meta_make(0, LOW_NONE, flag | OFL_REPSUM_NOT_NEGZERO);
         return;
     }
-    if (isinf(x)) {
-        e->meta = meta_make(0, LOW_NONE,
-                            (x > 0 ? OFL_REPSUM_PINF : OFL_REPSUM_NINF) | OFL_REPSUM_NOT_NEGZERO);
+    if (RS_UNLIKELY(0 == field && 0 == sig)) {
+        e->meta = meta_make(0, LOW_NONE, negative ? 0 : OFL_REPSUM_NOT_NEGZERO);
         return;
     }
-    if (0.0 == x) {
-        e->meta = meta_make(0, LOW_NONE, signbit(x) ? 0 : OFL_REPSUM_NOT_NEGZERO);
-        return;
-    }
-    /* x = sig * 2^(pos - 1074) with pos >= 0 the bit position of sig's lsb */
-    int exp;
-    double frac = frexp(fabs(x), &exp);        /* |x| = frac * 2^exp, frac in [0.5, 1) */
-    int pos = exp - 53 + 1074;
-    uint64_t sig;
-    if (pos >= 0) {
-        sig = (uint64_t) ldexp(frac, 53);
-    } else {
-        /* subnormal: its bits start at 2^-1074 */
-        sig = (uint64_t) ldexp(frac, 53 + pos);
-        pos = 0;
+    /* |x| = sig * 2^(pos - 1074): pos is the bit position of sig's lsb */
+    int pos = 0;
+    if (0 != field) {
+        sig |= UINT64_C(1) << 52;
+        pos = (int) field - 1;
     }
     int tz = __builtin_ctzll(sig);
     sig >>= tz;
@@ -84,10 +81,12 @@ static void from_one(ofl_repsum_t *e, double x)
     } else {
         v = (u128) (sig >> (base - pos));      /* the input's own bits below its bins */
     }
-    int64_t sign = x < 0 ? -1 : 1;
-    for (int i = 0; i < K; ++i) {
-        e->c[i] = sign * (int64_t) ((uint64_t) (v >> ((K - 1 - i) * W)) & BIN_MASK);
-    }
+    uint64_t lo = (uint64_t) v, mid = (uint64_t) (v >> W), up = (uint64_t) (v >> (2 * W));
+    int64_t c0 = (int64_t) (up & BIN_MASK), c1 = (int64_t) (mid & BIN_MASK);
+    int64_t c2 = (int64_t) (lo & BIN_MASK);
+    e->c[0] = negative ? -c0 : c0;
+    e->c[1] = negative ? -c1 : c1;
+    e->c[2] = negative ? -c2 : c2;
     e->meta = meta_make((unsigned) top, (unsigned) (pos / W), OFL_REPSUM_NOT_NEGZERO);
 }
 
@@ -185,6 +184,40 @@ static void round_element(const ofl_repsum_t *e, int prec, int lsb_min, int *neg
     *scale = lsb;
 }
 
+/* mant * 2^scale (mant < 2^53, and below 2^52 only at the subnormal scale) as
+ * a double's bits; infinity past the largest finite. */
+static inline double bits_double(int neg, uint64_t mant, int scale)
+{
+    uint64_t bits;
+    if (mant >> 52) {
+        int field = scale + 52 + 1023;   /* biased exponent of mant's top bit */
+        bits = field >= 0x7ff ? UINT64_C(0x7ff) << 52
+                              : ((uint64_t) field << 52) | (mant & ((UINT64_C(1) << 52) - 1));
+    } else {
+        bits = mant;   /* subnormal: scale is -1074 */
+    }
+    bits |= (uint64_t) neg << 63;
+    double v;
+    memcpy(&v, &bits, sizeof(v));
+    return v;
+}
+
+static inline float bits_float(int neg, uint64_t mant, int scale)
+{
+    uint32_t bits;
+    if (mant >> 23) {
+        int field = scale + 23 + 127;
+        bits = field >= 0xff ? UINT32_C(0xff) << 23
+                             : ((uint32_t) field << 23) | (uint32_t) (mant & ((1u << 23) - 1));
+    } else {
+        bits = (uint32_t) mant;   /* subnormal: scale is -149 */
+    }
+    bits |= (uint32_t) neg << 31;
+    float v;
+    memcpy(&v, &bits, sizeof(v));
+    return v;
+}
+
 /* NaN, infinities and signed zero first, as IEEE addition would give them. */
 static int special(const ofl_repsum_t *e, double *v)
 {
@@ -221,8 +254,7 @@ void ofl_repsum_to_double(double *out, const ofl_repsum_t *in, size_t count)
             out[i] = negzero ? -0.0 : 0.0;
             continue;
         }
-        v = ldexp((double) mant, scale);   /* exact, or the overflow to infinity */
-        out[i] = neg ? -v : v;
+        out[i] = bits_double(neg, mant, scale);
     }
 }
 
@@ -242,8 +274,7 @@ void ofl_repsum_to_float(float *out, const ofl_repsum_t *in, size_t count)
             out[i] = negzero ? -0.0f : 0.0f;
             continue;
         }
-        float v = ldexpf((float) mant, scale);
-        out[i] = neg ? -v : v;
+        out[i] = bits_float(neg, mant, scale);
     }
 }
 
