@@ -455,11 +455,13 @@ int mca_coll_offload_repsum_reduce(mca_coll_offload_repsum_t *r, const void *sbu
                                    mca_coll_base_module_reduce_fn_t self);
 void mca_coll_offload_repsum_fini(mca_coll_offload_repsum_t *r);
 /* Nonblocking (persistent = 0) and persistent allreduce (reduce = 0) or reduce
- * in reproducible mode on the flat module. */
+ * in reproducible mode: the binned call runs through `via`'s i<coll> or
+ * <coll>_init (the node module's own entry points, or the layer below). */
 int mca_coll_offload_repsum_request(int reduce, int persistent, const void *sbuf, void *rbuf,
                                     int count, struct ompi_datatype_t *dtype, int root,
                                     struct ompi_communicator_t *comm, struct ompi_info_t *info,
-                                    ompi_request_t **request, mca_coll_base_module_t *module);
+                                    ompi_request_t **request,
+                                    const mca_coll_offload_below_t *via);
 void mca_coll_offload_repsum_close(void);
 void mca_coll_offload_wrap_ops_retain(void);
 void mca_coll_offload_wrap_ops_release(void);

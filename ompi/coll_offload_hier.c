@@ -686,7 +686,8 @@ static int hier_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t
 /*
  * Across nodes the nonblocking and persistent reductions are the layer below's;
  * all this module adds is the op it hands down, so that 8/16-bit sums and
- * products wrap there as they do everywhere else.
+ * products wrap there as they do everywhere else, and in reproducible mode the
+ * binned elements and their op.
  */
 static int hier_iallreduce(const void *sbuf, void *rbuf, int count,
                            struct ompi_datatype_t *dtype, struct ompi_op_t *op,
@@ -694,6 +695,16 @@ static int hier_iallreduce(const void *sbuf, void *rbuf, int count,
                            mca_coll_base_module_t *module)
 {
     hier_module_t *h = (hier_module_t *) module;
+    int rs_rc = OMPI_SUCCESS;
+    if (OPAL_UNLIKELY(OFL_REPSUM_OFF != h->repsum.mode)
+        && mca_coll_offload_repsum_wanted(&h->repsum, dtype, op, comm, h->below.allreduce,
+                                          h->below.allreduce_module, 0, &rs_rc)) {
+        return mca_coll_offload_repsum_request(0, 0, sbuf, rbuf, count, dtype, 0, comm, NULL,
+                                               request, &h->below);
+    }
+    if (OMPI_SUCCESS != rs_rc) {
+        return rs_rc;
+    }
     return h->below.iallreduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
                                comm, request, h->below.iallreduce_module);
 }
@@ -703,6 +714,16 @@ static int hier_ireduce(const void *sbuf, void *rbuf, int count, struct ompi_dat
                         ompi_request_t **request, mca_coll_base_module_t *module)
 {
     hier_module_t *h = (hier_module_t *) module;
+    int rs_rc = OMPI_SUCCESS;
+    if (OPAL_UNLIKELY(OFL_REPSUM_OFF != h->repsum.mode)
+        && mca_coll_offload_repsum_wanted(&h->repsum, dtype, op, comm, h->below.allreduce,
+                                          h->below.allreduce_module, 0, &rs_rc)) {
+        return mca_coll_offload_repsum_request(1, 0, sbuf, rbuf, count, dtype, root, comm, NULL,
+                                               request, &h->below);
+    }
+    if (OMPI_SUCCESS != rs_rc) {
+        return rs_rc;
+    }
     return h->below.ireduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op), root,
                             comm, request, h->below.ireduce_module);
 }
@@ -713,6 +734,16 @@ static int hier_allreduce_init(const void *sbuf, void *rbuf, int count,
                                ompi_request_t **request, mca_coll_base_module_t *module)
 {
     hier_module_t *h = (hier_module_t *) module;
+    int rs_rc = OMPI_SUCCESS;
+    if (OPAL_UNLIKELY(OFL_REPSUM_OFF != h->repsum.mode)
+        && mca_coll_offload_repsum_wanted(&h->repsum, dtype, op, comm, h->below.allreduce,
+                                          h->below.allreduce_module, 1, &rs_rc)) {
+        return mca_coll_offload_repsum_request(0, 1, sbuf, rbuf, count, dtype, 0, comm, info,
+                                               request, &h->below);
+    }
+    if (OMPI_SUCCESS != rs_rc) {
+        return rs_rc;
+    }
     return h->below.allreduce_init(sbuf, rbuf, count, dtype,
                                    mca_coll_offload_below_op(dtype, op), comm, info, request,
                                    h->below.allreduce_init_module);
@@ -724,6 +755,16 @@ static int hier_reduce_init(const void *sbuf, void *rbuf, int count,
                             ompi_request_t **request, mca_coll_base_module_t *module)
 {
     hier_module_t *h = (hier_module_t *) module;
+    int rs_rc = OMPI_SUCCESS;
+    if (OPAL_UNLIKELY(OFL_REPSUM_OFF != h->repsum.mode)
+        && mca_coll_offload_repsum_wanted(&h->repsum, dtype, op, comm, h->below.allreduce,
+                                          h->below.allreduce_module, 1, &rs_rc)) {
+        return mca_coll_offload_repsum_request(1, 1, sbuf, rbuf, count, dtype, root, comm, info,
+                                               request, &h->below);
+    }
+    if (OMPI_SUCCESS != rs_rc) {
+        return rs_rc;
+    }
     return h->below.reduce_init(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
                                 root, comm, info, request, h->below.reduce_init_module);
 }

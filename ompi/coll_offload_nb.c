@@ -1466,6 +1466,22 @@ static inline int fell_back(int reason, ofl_kind_t kind, ofl_coll_t coll, size_t
     return 1;
 }
 
+/* Reproducible sums run their binned call through this module's own entry points. */
+static const mca_coll_offload_below_t *repsum_via(mca_coll_offload_below_t *via,
+                                                  mca_coll_base_module_t *module)
+{
+    memset(via, 0, sizeof(*via));
+    via->iallreduce = mca_coll_offload_iallreduce;
+    via->iallreduce_module = module;
+    via->ireduce = mca_coll_offload_ireduce;
+    via->ireduce_module = module;
+    via->allreduce_init = mca_coll_offload_allreduce_init;
+    via->allreduce_init_module = module;
+    via->reduce_init = mca_coll_offload_reduce_init;
+    via->reduce_init_module = module;
+    return via;
+}
+
 int mca_coll_offload_iallreduce(const void *sbuf, void *rbuf, int count,
                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                 struct ompi_communicator_t *comm, ompi_request_t **request,
@@ -1476,8 +1492,9 @@ int mca_coll_offload_iallreduce(const void *sbuf, void *rbuf, int count,
         int rs_rc;
         if (mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm, m->below.allreduce,
                                            m->below.allreduce_module, 0, &rs_rc)) {
-            return mca_coll_offload_repsum_request(0, 0, sbuf, rbuf, count, dtype, 0, comm, NULL, request,
-                                                   module);
+            mca_coll_offload_below_t via;
+            return mca_coll_offload_repsum_request(0, 0, sbuf, rbuf, count, dtype, 0, comm,
+                                                   NULL, request, repsum_via(&via, module));
         }
         if (OMPI_SUCCESS != rs_rc) {
             return rs_rc;
@@ -1505,8 +1522,9 @@ int mca_coll_offload_ireduce(const void *sbuf, void *rbuf, int count,
         int rs_rc;
         if (mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm, m->below.allreduce,
                                            m->below.allreduce_module, 0, &rs_rc)) {
-            return mca_coll_offload_repsum_request(1, 0, sbuf, rbuf, count, dtype, root, comm, NULL, request,
-                                                   module);
+            mca_coll_offload_below_t via;
+            return mca_coll_offload_repsum_request(1, 0, sbuf, rbuf, count, dtype, root, comm,
+                                                   NULL, request, repsum_via(&via, module));
         }
         if (OMPI_SUCCESS != rs_rc) {
             return rs_rc;
@@ -1589,8 +1607,9 @@ int mca_coll_offload_allreduce_init(const void *sbuf, void *rbuf, int count,
         int rs_rc;
         if (mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm, m->below.allreduce,
                                            m->below.allreduce_module, 1, &rs_rc)) {
-            return mca_coll_offload_repsum_request(0, 1, sbuf, rbuf, count, dtype, 0, comm, info, request,
-                                                   module);
+            mca_coll_offload_below_t via;
+            return mca_coll_offload_repsum_request(0, 1, sbuf, rbuf, count, dtype, 0, comm,
+                                                   info, request, repsum_via(&via, module));
         }
         if (OMPI_SUCCESS != rs_rc) {
             return rs_rc;
@@ -1628,8 +1647,9 @@ int mca_coll_offload_reduce_init(const void *sbuf, void *rbuf, int count,
         int rs_rc;
         if (mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm, m->below.allreduce,
                                            m->below.allreduce_module, 1, &rs_rc)) {
-            return mca_coll_offload_repsum_request(1, 1, sbuf, rbuf, count, dtype, root, comm, info, request,
-                                                   module);
+            mca_coll_offload_below_t via;
+            return mca_coll_offload_repsum_request(1, 1, sbuf, rbuf, count, dtype, root, comm,
+                                                   info, request, repsum_via(&via, module));
         }
         if (OMPI_SUCCESS != rs_rc) {
             return rs_rc;

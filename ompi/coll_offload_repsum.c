@@ -378,7 +378,7 @@ static int rs_start(size_t count, ompi_request_t **requests)
 int mca_coll_offload_repsum_request(int reduce, int persistent, const void *sbuf, void *rbuf,
                                     int count, struct ompi_datatype_t *dtype, int root,
                                     struct ompi_communicator_t *comm, struct ompi_info_t *info,
-                                    ompi_request_t **request, mca_coll_base_module_t *module)
+                                    ompi_request_t **request, const mca_coll_offload_below_t *via)
 {
     int kind = mca_coll_offload_repsum_kind(dtype, &ompi_mpi_op_sum.op);
     rs_req_t *r = OBJ_NEW(rs_req_t);
@@ -413,15 +413,15 @@ int mca_coll_offload_repsum_request(int reduce, int persistent, const void *sbuf
     int rc;
     if (!persistent) {
         to_wire(r->w, r->sbuf, kind, r->n);
-        rc = reduce ? mca_coll_offload_ireduce(ws, wr, (int) r->n, wt, wo, root, comm, &r->inner,
-                                               module)
-                    : mca_coll_offload_iallreduce(MPI_IN_PLACE, r->w, (int) r->n, wt, wo, comm,
-                                                  &r->inner, module);
+        rc = reduce ? via->ireduce(ws, wr, (int) r->n, wt, wo, root, comm, &r->inner,
+                                   via->ireduce_module)
+                    : via->iallreduce(MPI_IN_PLACE, r->w, (int) r->n, wt, wo, comm, &r->inner,
+                                      via->iallreduce_module);
     } else {
-        rc = reduce ? mca_coll_offload_reduce_init(ws, wr, (int) r->n, wt, wo, root, comm, info,
-                                                   &r->inner, module)
-                    : mca_coll_offload_allreduce_init(MPI_IN_PLACE, r->w, (int) r->n, wt, wo,
-                                                      comm, info, &r->inner, module);
+        rc = reduce ? via->reduce_init(ws, wr, (int) r->n, wt, wo, root, comm, info, &r->inner,
+                                       via->reduce_init_module)
+                    : via->allreduce_init(MPI_IN_PLACE, r->w, (int) r->n, wt, wo, comm, info,
+                                          &r->inner, via->allreduce_init_module);
     }
     if (OMPI_SUCCESS != rc) {
         r->inner = NULL;
