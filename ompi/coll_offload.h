@@ -71,7 +71,7 @@ typedef struct {
 
 /* Reproducible sums on one communicator (coll_offload_repsum.c). */
 typedef enum {
-    OFL_REPSUM_UNDECIDED = 0,   /* no float sum yet: decided (and agreed) at the first */
+    OFL_REPSUM_UNDECIDED = 0,   /* no float sum yet: decided at the first */
     OFL_REPSUM_OFF,
     OFL_REPSUM_ON
 } ofl_repsum_mode_t;
@@ -435,12 +435,10 @@ int mca_coll_offload_repsum_kind(struct ompi_datatype_t *dtype, struct ompi_op_t
  * over it that the layer below gets; created with the wrapping ops. */
 struct ompi_datatype_t *mca_coll_offload_repsum_type(void);
 struct ompi_op_t *mca_coll_offload_repsum_op(void);
-/* 1 when (dtype, op) is a float sum this communicator makes reproducible;
- * blocking calls agree on the mode at the first such call (*rc: its error). */
+/* 1 when (dtype, op) is a float sum this communicator makes reproducible (the
+ * mode is taken at its first float sum: coll_offload_repsum.c). */
 int mca_coll_offload_repsum_wanted(mca_coll_offload_repsum_t *r, struct ompi_datatype_t *dtype,
-                                   struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                                   mca_coll_base_module_allreduce_fn_t below,
-                                   mca_coll_base_module_t *below_module, int agree, int *rc);
+                                   struct ompi_op_t *op, struct ompi_communicator_t *comm);
 /* The blocking calls in reproducible mode: convert, run `self` (the module's
  * own entry point) on the binned elements, convert back. */
 int mca_coll_offload_repsum_allreduce(mca_coll_offload_repsum_t *r, const void *sbuf, void *rbuf,

@@ -452,15 +452,10 @@ static int hier_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_d
                           mca_coll_base_module_t *module)
 {
     hier_module_t *h = (hier_module_t *) module;
-    int rs_rc = OMPI_SUCCESS;
     if (OPAL_UNLIKELY(OFL_REPSUM_OFF != h->repsum.mode)
-        && mca_coll_offload_repsum_wanted(&h->repsum, dtype, op, comm, h->below.allreduce,
-                                          h->below.allreduce_module, 1, &rs_rc)) {
+        && mca_coll_offload_repsum_wanted(&h->repsum, dtype, op, comm)) {
         return mca_coll_offload_repsum_allreduce(&h->repsum, sbuf, rbuf, count, dtype, comm,
                                                  module, hier_allreduce);
-    }
-    if (OMPI_SUCCESS != rs_rc) {
-        return rs_rc;
     }
     size_t bytes = (size_t) count * dtype->super.size;
     int rc, why = HIER_DISABLED == h->state ? OFL_R_NIC : OFL_R_UNSET;
@@ -529,15 +524,10 @@ static int hier_reduce(const void *sbuf, void *rbuf, int count, struct ompi_data
                        mca_coll_base_module_t *module)
 {
     hier_module_t *h = (hier_module_t *) module;
-    int rs_rc = OMPI_SUCCESS;
     if (OPAL_UNLIKELY(OFL_REPSUM_OFF != h->repsum.mode)
-        && mca_coll_offload_repsum_wanted(&h->repsum, dtype, op, comm, h->below.allreduce,
-                                          h->below.allreduce_module, 1, &rs_rc)) {
+        && mca_coll_offload_repsum_wanted(&h->repsum, dtype, op, comm)) {
         return mca_coll_offload_repsum_reduce(&h->repsum, sbuf, rbuf, count, dtype, root, comm,
                                               module, hier_reduce);
-    }
-    if (OMPI_SUCCESS != rs_rc) {
-        return rs_rc;
     }
     size_t bytes = (size_t) count * dtype->super.size;
     int rc, why = HIER_DISABLED == h->state ? OFL_R_NIC : OFL_R_UNSET;
@@ -695,15 +685,10 @@ static int hier_iallreduce(const void *sbuf, void *rbuf, int count,
                            mca_coll_base_module_t *module)
 {
     hier_module_t *h = (hier_module_t *) module;
-    int rs_rc = OMPI_SUCCESS;
     if (OPAL_UNLIKELY(OFL_REPSUM_OFF != h->repsum.mode)
-        && mca_coll_offload_repsum_wanted(&h->repsum, dtype, op, comm, h->below.allreduce,
-                                          h->below.allreduce_module, 0, &rs_rc)) {
+        && mca_coll_offload_repsum_wanted(&h->repsum, dtype, op, comm)) {
         return mca_coll_offload_repsum_request(0, 0, sbuf, rbuf, count, dtype, 0, comm, NULL,
                                                request, &h->below);
-    }
-    if (OMPI_SUCCESS != rs_rc) {
-        return rs_rc;
     }
     return h->below.iallreduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
                                comm, request, h->below.iallreduce_module);
@@ -714,15 +699,10 @@ static int hier_ireduce(const void *sbuf, void *rbuf, int count, struct ompi_dat
                         ompi_request_t **request, mca_coll_base_module_t *module)
 {
     hier_module_t *h = (hier_module_t *) module;
-    int rs_rc = OMPI_SUCCESS;
     if (OPAL_UNLIKELY(OFL_REPSUM_OFF != h->repsum.mode)
-        && mca_coll_offload_repsum_wanted(&h->repsum, dtype, op, comm, h->below.allreduce,
-                                          h->below.allreduce_module, 0, &rs_rc)) {
+        && mca_coll_offload_repsum_wanted(&h->repsum, dtype, op, comm)) {
         return mca_coll_offload_repsum_request(1, 0, sbuf, rbuf, count, dtype, root, comm, NULL,
                                                request, &h->below);
-    }
-    if (OMPI_SUCCESS != rs_rc) {
-        return rs_rc;
     }
     return h->below.ireduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op), root,
                             comm, request, h->below.ireduce_module);
@@ -734,15 +714,10 @@ static int hier_allreduce_init(const void *sbuf, void *rbuf, int count,
                                ompi_request_t **request, mca_coll_base_module_t *module)
 {
     hier_module_t *h = (hier_module_t *) module;
-    int rs_rc = OMPI_SUCCESS;
     if (OPAL_UNLIKELY(OFL_REPSUM_OFF != h->repsum.mode)
-        && mca_coll_offload_repsum_wanted(&h->repsum, dtype, op, comm, h->below.allreduce,
-                                          h->below.allreduce_module, 1, &rs_rc)) {
+        && mca_coll_offload_repsum_wanted(&h->repsum, dtype, op, comm)) {
         return mca_coll_offload_repsum_request(0, 1, sbuf, rbuf, count, dtype, 0, comm, info,
                                                request, &h->below);
-    }
-    if (OMPI_SUCCESS != rs_rc) {
-        return rs_rc;
     }
     return h->below.allreduce_init(sbuf, rbuf, count, dtype,
                                    mca_coll_offload_below_op(dtype, op), comm, info, request,
@@ -755,15 +730,10 @@ static int hier_reduce_init(const void *sbuf, void *rbuf, int count,
                             ompi_request_t **request, mca_coll_base_module_t *module)
 {
     hier_module_t *h = (hier_module_t *) module;
-    int rs_rc = OMPI_SUCCESS;
     if (OPAL_UNLIKELY(OFL_REPSUM_OFF != h->repsum.mode)
-        && mca_coll_offload_repsum_wanted(&h->repsum, dtype, op, comm, h->below.allreduce,
-                                          h->below.allreduce_module, 1, &rs_rc)) {
+        && mca_coll_offload_repsum_wanted(&h->repsum, dtype, op, comm)) {
         return mca_coll_offload_repsum_request(1, 1, sbuf, rbuf, count, dtype, root, comm, info,
                                                request, &h->below);
-    }
-    if (OMPI_SUCCESS != rs_rc) {
-        return rs_rc;
     }
     return h->below.reduce_init(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
                                 root, comm, info, request, h->below.reduce_init_module);

@@ -1488,17 +1488,11 @@ int mca_coll_offload_iallreduce(const void *sbuf, void *rbuf, int count,
                                 mca_coll_base_module_t *module)
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
-    if (OPAL_UNLIKELY(OFL_REPSUM_OFF != m->repsum.mode)) {
-        int rs_rc;
-        if (mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm, m->below.allreduce,
-                                           m->below.allreduce_module, 0, &rs_rc)) {
-            mca_coll_offload_below_t via;
-            return mca_coll_offload_repsum_request(0, 0, sbuf, rbuf, count, dtype, 0, comm,
-                                                   NULL, request, repsum_via(&via, module));
-        }
-        if (OMPI_SUCCESS != rs_rc) {
-            return rs_rc;
-        }
+    if (OPAL_UNLIKELY(OFL_REPSUM_OFF != m->repsum.mode)
+        && mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm)) {
+        mca_coll_offload_below_t via;
+        return mca_coll_offload_repsum_request(0, 0, sbuf, rbuf, count, dtype, 0, comm,
+                                               NULL, request, repsum_via(&via, module));
     }
     int why;
     int rc = reduction(m, comm, REQ_NONBLOCKING, OFL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype,
@@ -1518,17 +1512,11 @@ int mca_coll_offload_ireduce(const void *sbuf, void *rbuf, int count,
                              mca_coll_base_module_t *module)
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
-    if (OPAL_UNLIKELY(OFL_REPSUM_OFF != m->repsum.mode)) {
-        int rs_rc;
-        if (mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm, m->below.allreduce,
-                                           m->below.allreduce_module, 0, &rs_rc)) {
-            mca_coll_offload_below_t via;
-            return mca_coll_offload_repsum_request(1, 0, sbuf, rbuf, count, dtype, root, comm,
-                                                   NULL, request, repsum_via(&via, module));
-        }
-        if (OMPI_SUCCESS != rs_rc) {
-            return rs_rc;
-        }
+    if (OPAL_UNLIKELY(OFL_REPSUM_OFF != m->repsum.mode)
+        && mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm)) {
+        mca_coll_offload_below_t via;
+        return mca_coll_offload_repsum_request(1, 0, sbuf, rbuf, count, dtype, root, comm,
+                                               NULL, request, repsum_via(&via, module));
     }
     int why;
     int rc = reduction(m, comm, REQ_NONBLOCKING, OFL_COLL_REDUCE, sbuf, rbuf, count, dtype, op,
@@ -1603,17 +1591,11 @@ int mca_coll_offload_allreduce_init(const void *sbuf, void *rbuf, int count,
                                     ompi_request_t **request, mca_coll_base_module_t *module)
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
-    if (OPAL_UNLIKELY(OFL_REPSUM_OFF != m->repsum.mode)) {
-        int rs_rc;
-        if (mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm, m->below.allreduce,
-                                           m->below.allreduce_module, 1, &rs_rc)) {
-            mca_coll_offload_below_t via;
-            return mca_coll_offload_repsum_request(0, 1, sbuf, rbuf, count, dtype, 0, comm,
-                                                   info, request, repsum_via(&via, module));
-        }
-        if (OMPI_SUCCESS != rs_rc) {
-            return rs_rc;
-        }
+    if (OPAL_UNLIKELY(OFL_REPSUM_OFF != m->repsum.mode)
+        && mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm)) {
+        mca_coll_offload_below_t via;
+        return mca_coll_offload_repsum_request(0, 1, sbuf, rbuf, count, dtype, 0, comm,
+                                               info, request, repsum_via(&via, module));
     }
     int why;
     int rc = reduction(m, comm, REQ_PERSISTENT, OFL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype,
@@ -1643,17 +1625,11 @@ int mca_coll_offload_reduce_init(const void *sbuf, void *rbuf, int count,
                                  ompi_request_t **request, mca_coll_base_module_t *module)
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
-    if (OPAL_UNLIKELY(OFL_REPSUM_OFF != m->repsum.mode)) {
-        int rs_rc;
-        if (mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm, m->below.allreduce,
-                                           m->below.allreduce_module, 1, &rs_rc)) {
-            mca_coll_offload_below_t via;
-            return mca_coll_offload_repsum_request(1, 1, sbuf, rbuf, count, dtype, root, comm,
-                                                   info, request, repsum_via(&via, module));
-        }
-        if (OMPI_SUCCESS != rs_rc) {
-            return rs_rc;
-        }
+    if (OPAL_UNLIKELY(OFL_REPSUM_OFF != m->repsum.mode)
+        && mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm)) {
+        mca_coll_offload_below_t via;
+        return mca_coll_offload_repsum_request(1, 1, sbuf, rbuf, count, dtype, root, comm,
+                                               info, request, repsum_via(&via, module));
     }
     int why;
     int rc = reduction(m, comm, REQ_PERSISTENT, OFL_COLL_REDUCE, sbuf, rbuf, count, dtype, op,

@@ -514,16 +514,10 @@ int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
                                struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
-    if (OPAL_UNLIKELY(OFL_REPSUM_OFF != m->repsum.mode)) {
-        int rs_rc;
-        if (mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm, m->below.allreduce,
-                                           m->below.allreduce_module, 1, &rs_rc)) {
-            return mca_coll_offload_repsum_allreduce(&m->repsum, sbuf, rbuf, count, dtype, comm,
-                                                     module, mca_coll_offload_allreduce);
-        }
-        if (OMPI_SUCCESS != rs_rc) {
-            return rs_rc;
-        }
+    if (OPAL_UNLIKELY(OFL_REPSUM_OFF != m->repsum.mode)
+        && mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm)) {
+        return mca_coll_offload_repsum_allreduce(&m->repsum, sbuf, rbuf, count, dtype, comm,
+                                                 module, mca_coll_offload_allreduce);
     }
     ofl_call_t call = { 0 };
     ofl_alg_t alg = OFL_ALG_FALLBACK;
@@ -630,16 +624,10 @@ int mca_coll_offload_reduce(const void *sbuf, void *rbuf, int count,
                             struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
-    if (OPAL_UNLIKELY(OFL_REPSUM_OFF != m->repsum.mode)) {
-        int rs_rc;
-        if (mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm, m->below.allreduce,
-                                           m->below.allreduce_module, 1, &rs_rc)) {
-            return mca_coll_offload_repsum_reduce(&m->repsum, sbuf, rbuf, count, dtype, root,
-                                                  comm, module, mca_coll_offload_reduce);
-        }
-        if (OMPI_SUCCESS != rs_rc) {
-            return rs_rc;
-        }
+    if (OPAL_UNLIKELY(OFL_REPSUM_OFF != m->repsum.mode)
+        && mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm)) {
+        return mca_coll_offload_repsum_reduce(&m->repsum, sbuf, rbuf, count, dtype, root,
+                                              comm, module, mca_coll_offload_reduce);
     }
     return reduce_impl(sbuf, rbuf, count, dtype, op, root, comm, module, 0);
 }

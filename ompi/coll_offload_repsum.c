@@ -11,6 +11,7 @@
  */
 #include "coll_offload.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -41,52 +42,32 @@ static int asked_here(struct ompi_communicator_t *comm)
     return on;
 }
 
+/*
+ * The mode is this rank's own answer, taken at the communicator's first float
+ * sum and kept. It is not agreed in a collective of its own: a rank that called
+ * another collective there (an erroneous program, which the mismatch check
+ * must report, not hang in) would never reach it. Ranks that answer
+ * differently make calls of different signatures (the binned datatype and op,
+ * 32 bytes per value), which the call records report as an argument mismatch
+ * (MPI_ERR_ARG on every rank) once the communicator's NIC is set up.
+ */
 int mca_coll_offload_repsum_wanted(mca_coll_offload_repsum_t *r, struct ompi_datatype_t *dtype,
-                                   struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                                   mca_coll_base_module_allreduce_fn_t below,
-                                   mca_coll_base_module_t *below_module, int agree, int *rc)
+                                   struct ompi_op_t *op, struct ompi_communicator_t *comm)
 {
-    *rc = OMPI_SUCCESS;
     int mode = __atomic_load_n(&r->mode, __ATOMIC_RELAXED);
     if (OPAL_LIKELY(OFL_REPSUM_OFF == mode)
         || OFL_RS_NONE == mca_coll_offload_repsum_kind(dtype, op)) {
         return 0;
     }
-    if (OFL_REPSUM_UNDECIDED != mode) {
-        return 1;
-    }
-    int here = asked_here(comm) && NULL != mca_coll_offload_repsum_type();
-    if (!agree) {
-        /* A nonblocking call cannot wait in an agreement (ranks may start
-         * them in different orders): this rank's own answer stands; a rank
-         * that answers differently makes a call of another signature, which
-         * the mismatch check reports once the NIC is set up. */
-        mode = here ? OFL_REPSUM_ON : OFL_REPSUM_OFF;
+    if (OFL_REPSUM_UNDECIDED == mode) {
+        int on = asked_here(comm) && NULL != mca_coll_offload_repsum_type();
+        mode = on ? OFL_REPSUM_ON : OFL_REPSUM_OFF;
         __atomic_store_n(&r->mode, mode, __ATOMIC_RELAXED);
-        return OFL_REPSUM_ON == mode;
-    }
-    /* Every rank reaches this in the same call (op and datatype are the same
-     * everywhere), so the layer below can agree: MIN of (on, off). */
-    int votes[2] = { here, !here }, all[2] = { 0, 0 };
-    *rc = below(votes, all, 2, MPI_INT, MPI_MIN, comm, below_module);
-    if (OMPI_SUCCESS != *rc) {
-        return 0;
-    }
-    if (!all[0] && !all[1]) {
-        opal_output(0,
-                    "coll:offload: communicator %s (cid %u): ranks disagree on reproducible "
-                    "sums (info key " INFO_KEY " or MCA parameter coll_offload_repsum); "
-                    "returning MPI_ERR_ARG",
-                    comm->c_name, OFL_COMM_CID(comm));
-        *rc = MPI_ERR_ARG;
-        return 0;
-    }
-    mode = all[0] ? OFL_REPSUM_ON : OFL_REPSUM_OFF;
-    __atomic_store_n(&r->mode, mode, __ATOMIC_RELAXED);
-    if (mca_coll_offload_component.params.verbose >= 10) {
-        opal_output(mca_coll_offload_component.output,
-                    "coll:offload: %s: reproducible sums %s", comm->c_name,
-                    OFL_REPSUM_ON == mode ? "on" : "off");
+        if (mca_coll_offload_component.params.verbose >= 10) {
+            opal_output(mca_coll_offload_component.output,
+                        "coll:offload: %s: reproducible sums %s", comm->c_name,
+                        on ? "on" : "off");
+        }
     }
     return OFL_REPSUM_ON == mode;
 }
@@ -96,6 +77,18 @@ static size_t elements(int kind, int count)
 {
     size_t n = count > 0 ? (size_t) count : 0;
     return (OFL_RS_CFLOAT == kind || OFL_RS_CDOUBLE == kind) ? 2 * n : n;
+}
+
+/* Complex counts double: past INT_MAX elements the binned call cannot be made. */
+static int too_many(size_t n, const char *what, struct ompi_communicator_t *comm)
+{
+    if (OPAL_LIKELY(n <= INT_MAX)) {
+        return 0;
+    }
+    opal_output(0, "coll:offload: %s on communicator %s (cid %u): %zu binned elements are "
+                "more than one call can carry; returning MPI_ERR_COUNT", what, comm->c_name,
+                OFL_COMM_CID(comm), n);
+    return 1;
 }
 
 static void to_wire(ofl_repsum_t *out, const void *in, int kind, size_t n)
@@ -143,6 +136,9 @@ int mca_coll_offload_repsum_allreduce(mca_coll_offload_repsum_t *r, const void *
 {
     int kind = mca_coll_offload_repsum_kind(dtype, &ompi_mpi_op_sum.op);
     size_t n = elements(kind, count);
+    if (too_many(n, "MPI_Allreduce", comm)) {
+        return MPI_ERR_COUNT;
+    }
     ofl_repsum_t *w = stage(r, n);
     if (NULL == w) {
         /* Every rank needs the same number of bytes; a rank out of memory
@@ -171,6 +167,9 @@ int mca_coll_offload_repsum_reduce(mca_coll_offload_repsum_t *r, const void *sbu
     int kind = mca_coll_offload_repsum_kind(dtype, &ompi_mpi_op_sum.op);
     size_t n = elements(kind, count);
     int is_root = ompi_comm_rank(comm) == root;
+    if (too_many(n, "MPI_Reduce", comm)) {
+        return MPI_ERR_COUNT;
+    }
     ofl_repsum_t *w = stage(r, n);
     if (NULL == w) {
         opal_output(0, "coll:offload: MPI_Reduce on communicator %s (cid %u): cannot "
@@ -381,6 +380,9 @@ int mca_coll_offload_repsum_request(int reduce, int persistent, const void *sbuf
                                     ompi_request_t **request, const mca_coll_offload_below_t *via)
 {
     int kind = mca_coll_offload_repsum_kind(dtype, &ompi_mpi_op_sum.op);
+    if (too_many(elements(kind, count), reduce ? "MPI_Ireduce" : "MPI_Iallreduce", comm)) {
+        return MPI_ERR_COUNT;
+    }
     rs_req_t *r = OBJ_NEW(rs_req_t);
     if (NULL == r) {
         return OMPI_ERR_OUT_OF_RESOURCE;
@@ -412,6 +414,7 @@ int mca_coll_offload_repsum_request(int reduce, int persistent, const void *sbuf
     void *wr = r->is_root ? (void *) r->w : NULL;
     int rc;
     if (!persistent) {
+        q->req_state = OMPI_REQUEST_ACTIVE;
         to_wire(r->w, r->sbuf, kind, r->n);
         rc = reduce ? via->ireduce(ws, wr, (int) r->n, wt, wo, root, comm, &r->inner,
                                    via->ireduce_module)

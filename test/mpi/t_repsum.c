@@ -273,6 +273,32 @@ int main(int argc, char **argv)
     MPI_Comm_free(&rs);
     t_section_end();
 
+    if (np > 1) {
+        /* Ranks disagreeing on the mode make calls of different signatures: an
+         * argument mismatch on every rank once the NIC is set up, not a hang and
+         * not a sum of mixed formats. */
+        t_section_begin("ranks disagreeing on the mode");
+        MPI_Info_set(info, "coll_offload_repsum", 0 == rank ? "true" : "false");
+        MPI_Comm mixed;
+        t_check_rc(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &mixed),
+                   "MPI_Comm_dup_with_info");
+        MPI_Comm_set_errhandler(mixed, MPI_ERRORS_RETURN);
+        int one = 1, sum = 0;
+        t_check_rc(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, mixed), "set-up allreduce");
+        double d[100], out[100];
+        for (int i = 0; i < 100; ++i) {
+            d[i] = 1.0 + i;
+        }
+        int rc = MPI_Allreduce(d, out, 100, MPI_DOUBLE, MPI_SUM, mixed);
+        int eclass = MPI_SUCCESS;
+        MPI_Error_class(rc, &eclass);
+        t_check(MPI_ERR_ARG == eclass, "mixed modes: MPI_Allreduce returned %d (class %d), "
+                "want MPI_ERR_ARG", rc, eclass);
+        MPI_Comm_free(&mixed);
+        MPI_Info_set(info, "coll_offload_repsum", "true");
+        t_section_end();
+    }
+
     if (world) {
         t_section_begin("MCA parameter (MPI_COMM_WORLD)");
         result_hash = 0;
