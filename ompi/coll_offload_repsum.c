@@ -273,6 +273,7 @@ static int rs_progress(void)
         }
         if (!r->persistent) {
             ompi_request_free(&r->inner);
+            r->inner = NULL;
         }
         q->req_status.MPI_ERROR = rc;
         pthread_mutex_lock(&rs_lock);
@@ -282,7 +283,7 @@ static int rs_progress(void)
             /* nobody waits for it: complete (for any callback hooked on it), drop */
             ompi_request_complete(q, true);
             if (NULL != r->inner) {
-                ompi_request_free(&r->inner);
+                ompi_request_free(&r->inner);   /* a persistent one */
             }
             OBJ_RELEASE(r);
         } else {

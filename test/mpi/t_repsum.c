@@ -283,13 +283,16 @@ int main(int argc, char **argv)
         t_check_rc(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &mixed),
                    "MPI_Comm_dup_with_info");
         MPI_Comm_set_errhandler(mixed, MPI_ERRORS_RETURN);
-        int one = 1, sum = 0;
-        t_check_rc(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, mixed), "set-up allreduce");
-        double d[100], out[100];
-        for (int i = 0; i < 100; ++i) {
+        /* the NIC is set up at the first offloaded call: a barrier's, whatever
+         * the allreduce policy */
+        t_check_rc(MPI_Barrier(mixed), "set-up barrier");
+        /* 200 doubles: above coll_offload_agree_above (1 KiB) in either mode, so
+         * that a policy sending the call to the layer below checks it too */
+        double d[200], out[200];
+        for (int i = 0; i < 200; ++i) {
             d[i] = 1.0 + i;
         }
-        int rc = MPI_Allreduce(d, out, 100, MPI_DOUBLE, MPI_SUM, mixed);
+        int rc = MPI_Allreduce(d, out, 200, MPI_DOUBLE, MPI_SUM, mixed);
         int eclass = MPI_SUCCESS;
         MPI_Error_class(rc, &eclass);
         t_check(MPI_ERR_ARG == eclass, "mixed modes: MPI_Allreduce returned %d (class %d), "
