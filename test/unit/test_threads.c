@@ -1,0 +1,919 @@
+/*
+ * Unit test of the descriptor engine (src/engine) over the software NIC with one
+ * thread per rank, without MPI, and of how it handles failures.
+ *
+ *   threads   ofl_engine_wait, thousands of calls of tree, exchange and split
+ *             programs and by-reference bcasts (whose buffers are reused the
+ *             moment a call completes), every result compared with a reference
+ *             computed here from the inputs;
+ *   failure   poison, watchdog and a dead (forked) peer.
+ *
+ * A failed by-reference read is tested by test_engine, on its simulated ranks.
+ */
+#include "alu/alu.h"
+#include "engine/engine.h"
+#include "engine_util.h"
+#include "nic/softnic.h"
+#include "sched/sched.h"
+#include "tree/tree.h"
+#include "unit.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- c) threads ------------------------------------------------------------------ */
+
+typedef struct {
+    int rank, n, small_iters;
+    ofl_softnic_t nic;
+    ofl_sched_params_t params;
+    long bad, calls, waits_bad;
+    char first[160];
+    uint64_t in[8 * NCH], out[8 * NCH];   /* the stream sequences at the end */
+} thr_t;
+
+static const ofl_wait_opts_t wait_opts = { NULL, NULL, 64, 0.0, 1.0 };
+
+static int64_t thr_val(int rank, int it, size_t j)
+{
+    return (int64_t) mix3((uint64_t) rank, (uint64_t) it, j);
+}
+
+static void thr_fail(thr_t *t, const char *what, int it)
+{
+    if (0 == t->bad++) {
+        snprintf(t->first, sizeof(t->first), "rank %d: %s at iteration %d", t->rank, what, it);
+    }
+}
+
+static void thr_call(thr_t *t, const ofl_program_t *p, ofl_edges_t *e, ofl_call_t *oc, int it)
+{
+    ofl_inst_t inst;
+    ofl_engine_post(&inst, p, &t->nic.base, e, oc);
+    int peer = -1;
+    if (OFL_WAIT_OK != ofl_engine_wait(&inst, &wait_opts, &peer)) {
+        t->waits_bad++;
+        thr_fail(t, "wait failed", it);
+    }
+    t->calls++;
+}
+
+static void *thr_main(void *arg)
+{
+    thr_t *t = arg;
+    int n = t->n;
+    ofl_edges_t e;
+    if (0 != ofl_edges_init(&e, n)) {
+        thr_fail(t, "edges_init", -1);
+        return NULL;
+    }
+    ofl_program_t ar, bc[8], rd[8];
+    int ok = 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &t->params, &ar);
+    for (int r = 0; r < n; ++r) {
+        ok &= 0 == ofl_sched_compile(OFL_COLL_BCAST, r, t->rank, n, &t->params, &bc[r]);
+        ok &= 0 == ofl_sched_compile(OFL_COLL_REDUCE, r, t->rank, n, &t->params, &rd[r]);
+    }
+    if (!ok) {
+        thr_fail(t, "compile", -1);
+        return NULL;
+    }
+    ofl_alu_fn sum = ofl_alu_lookup(OFL_OP_SUM, OFL_T_INT64);
+    int64_t send[3], recv[3];
+    for (int it = 0; it < t->small_iters; ++it) {
+        size_t count = 1 + (size_t) (it % 3);
+        for (size_t j = 0; j < count; ++j) {
+            send[j] = thr_val(t->rank, it, j);
+            recv[j] = -1;
+        }
+        int inplace = 0 == it % 4;
+        ofl_call_t oc = { inplace ? (void *) recv : (void *) send, recv, sum, 8, count, 0 };
+        if (inplace) {
+            memcpy(recv, send, count * sizeof(send[0]));
+        }
+        thr_call(t, &ar, &e, &oc, it);
+        for (size_t j = 0; j < count; ++j) {
+            uint64_t want = 0;
+            for (int r = 0; r < n; ++r) {
+                want += (uint64_t) thr_val(r, it, j);
+            }
+            if ((uint64_t) recv[j] != want) {
+                thr_fail(t, "small allreduce", it);
+            }
+        }
+    }
+    /* Large calls: hundreds of segments through 1..4 slots per edge. */
+    const size_t big = 4000, bbytes = 3001;
+    int64_t *bs = malloc(big * 8), *br = malloc(big * 8);
+    uint8_t *bb = malloc(bbytes);
+    for (int it = 0; it < 6; ++it) {
+        int root = it % n;
+        for (size_t j = 0; j < big; ++j) {
+            bs[j] = thr_val(t->rank, 100000 + it, j);
+            br[j] = it & 1 ? bs[j] : -1;
+        }
+        ofl_call_t oc = { it & 1 ? (void *) br : (void *) bs, br, sum, 8, big, 0 };
+        thr_call(t, &ar, &e, &oc, 100000 + it);
+        size_t wrong = 0;
+        for (size_t j = 0; j < big; ++j) {
+            uint64_t want = 0;
+            for (int r = 0; r < n; ++r) {
+                want += (uint64_t) thr_val(r, 100000 + it, j);
+            }
+            wrong += (uint64_t) br[j] != want;
+        }
+        for (size_t j = 0; j < bbytes; ++j) {
+            bb[j] = t->rank == root ? pattern(root, (uint32_t) it, j) : SENTINEL;
+        }
+        ofl_call_t ob = { NULL, bb, NULL, 1, bbytes, 0 };
+        thr_call(t, &bc[root], &e, &ob, 200000 + it);
+        for (size_t j = 0; j < bbytes; ++j) {
+            wrong += bb[j] != pattern(root, (uint32_t) it, j);
+        }
+        int rroot = (it + 1) % n;
+        for (size_t j = 0; j < big; ++j) {
+            br[j] = -1;
+        }
+        ofl_call_t orr = { bs, br, sum, 8, big, 0 };
+        thr_call(t, &rd[rroot], &e, &orr, 300000 + it);
+        for (size_t j = 0; j < big && t->rank == rroot; ++j) {
+            uint64_t want = 0;
+            for (int r = 0; r < n; ++r) {
+                want += (uint64_t) thr_val(r, 100000 + it, j);
+            }
+            wrong += (uint64_t) br[j] != want;
+        }
+        if (wrong) {
+            thr_fail(t, "large call", it);
+        }
+    }
+    free(bs);
+    free(br);
+    free(bb);
+    ofl_program_free(&ar);
+    for (int r = 0; r < n; ++r) {
+        ofl_program_free(&bc[r]);
+        ofl_program_free(&rd[r]);
+    }
+    memcpy(t->in, e.in, sizeof(uint64_t) * (size_t) n * NCH);
+    memcpy(t->out, e.out, sizeof(uint64_t) * (size_t) n * NCH);
+    ofl_edges_fini(&e);
+    return NULL;
+}
+
+/* Exchange allreduces interleaved with tree allreduces and bcasts on the same
+ * edges, every result checked: int64 sums of 1..3 elements (every 4th in-place),
+ * every 10th a float sum whose bits must be rank order's (every 20th in-place),
+ * every 50th an in-place sum of 2000 int64 (4 KiB segments: two combine chunks). */
+static void *thr_xmain(void *arg)
+{
+    thr_t *t = arg;
+    int n = t->n;
+    ofl_edges_t e;
+    if (0 != ofl_edges_init(&e, n)) {
+        thr_fail(t, "edges_init", -1);
+        return NULL;
+    }
+    ofl_sched_params_t px = t->params;
+    px.shape = OFL_SCHED_EXCHANGE;
+    ofl_program_t ex, ar, bc[8];
+    int ok = 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &px, &ex);
+    ok &= 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &t->params, &ar);
+    for (int r = 0; r < n; ++r) {
+        ok &= 0 == ofl_sched_compile(OFL_COLL_BCAST, r, t->rank, n, &t->params, &bc[r]);
+    }
+    if (!ok) {
+        thr_fail(t, "compile", -1);
+        return NULL;
+    }
+    ofl_alu_fn sum = ofl_alu_lookup(OFL_OP_SUM, OFL_T_INT64);
+    ofl_alu_fn fsum = ofl_alu_lookup(OFL_OP_SUM, OFL_T_FLOAT);
+    const size_t big = 2000;
+    int64_t *bs = malloc(big * 8), send[3], recv[3];
+    float fs[5], fr[5];
+    uint8_t bb[40];
+    for (int it = 0; it < t->small_iters; ++it) {
+        size_t wrong = 0;
+        if (25 == it % 50) {
+            for (size_t j = 0; j < big; ++j) {
+                bs[j] = thr_val(t->rank, it, j);
+            }
+            ofl_call_t oc = { bs, bs, sum, 8, big, 0 };
+            thr_call(t, &ex, &e, &oc, it);
+            for (size_t j = 0; j < big; ++j) {
+                uint64_t want = 0;
+                for (int r = 0; r < n; ++r) {
+                    want += (uint64_t) thr_val(r, it, j);
+                }
+                wrong += (uint64_t) bs[j] != want;
+            }
+        } else if (9 == it % 10) {
+            int inplace = 19 == it % 20;
+            for (size_t j = 0; j < 5; ++j) {
+                fs[j] = in_f32(t->rank, (uint32_t) it, j);
+                fr[j] = inplace ? fs[j] : -1.0f;
+            }
+            ofl_call_t oc = { inplace ? (void *) fr : (void *) fs, fr, fsum, 4, 5, 0 };
+            thr_call(t, &ex, &e, &oc, it);
+            for (size_t j = 0; j < 5; ++j) {
+                float want = rank_sum_f32(n, (uint32_t) it, j);
+                wrong += 0 != memcmp(&want, &fr[j], sizeof(float));
+            }
+        } else {
+            size_t count = 1 + (size_t) (it % 3);
+            int inplace = 0 == it % 4;
+            for (size_t j = 0; j < count; ++j) {
+                send[j] = thr_val(t->rank, it, j);
+                recv[j] = inplace ? send[j] : -1;
+            }
+            ofl_call_t oc = { inplace ? (void *) recv : (void *) send, recv, sum, 8, count, 0 };
+            thr_call(t, &ex, &e, &oc, it);
+            for (size_t j = 0; j < count; ++j) {
+                uint64_t want = 0;
+                for (int r = 0; r < n; ++r) {
+                    want += (uint64_t) thr_val(r, it, j);
+                }
+                wrong += (uint64_t) recv[j] != want;
+            }
+        }
+        if (wrong) {
+            thr_fail(t, "exchange allreduce", it);
+        }
+        if (0 == it % 3) {
+            int inplace = it & 1;
+            send[0] = thr_val(t->rank, -it, 0);
+            recv[0] = inplace ? send[0] : -1;
+            ofl_call_t oc = { inplace ? (void *) recv : (void *) send, recv, sum, 8, 1, 0 };
+            thr_call(t, &ar, &e, &oc, it);
+            uint64_t want = 0;
+            for (int r = 0; r < n; ++r) {
+                want += (uint64_t) thr_val(r, -it, 0);
+            }
+            if ((uint64_t) recv[0] != want) {
+                thr_fail(t, "tree allreduce between exchanges", it);
+            }
+        } else if (1 == it % 3) {
+            int root = it % n;
+            size_t len = 1 + (size_t) (it % 40);
+            for (size_t j = 0; j < len; ++j) {
+                bb[j] = t->rank == root ? pattern(root, (uint32_t) it, j) : SENTINEL;
+            }
+            ofl_call_t ob = { NULL, bb, NULL, 1, len, 0 };
+            thr_call(t, &bc[root], &e, &ob, it);
+            for (size_t j = 0; j < len; ++j) {
+                wrong += bb[j] != pattern(root, (uint32_t) it, j);
+            }
+            if (wrong) {
+                thr_fail(t, "bcast between exchanges", it);
+            }
+        }
+    }
+    free(bs);
+    ofl_program_free(&ex);
+    ofl_program_free(&ar);
+    for (int r = 0; r < n; ++r) {
+        ofl_program_free(&bc[r]);
+    }
+    memcpy(t->in, e.in, sizeof(uint64_t) * (size_t) n * NCH);
+    memcpy(t->out, e.out, sizeof(uint64_t) * (size_t) n * NCH);
+    ofl_edges_fini(&e);
+    return NULL;
+}
+
+/* A double allreduce (MAX) of `count` elements: the reference from the inputs. */
+static double max_f64_ref(int n, uint32_t tag, size_t j)
+{
+    double m = in_f64(0, tag, j);
+    for (int r = 1; r < n; ++r) {
+        double v = in_f64(r, tag, j);
+        m = v > m ? v : m;
+    }
+    return m;
+}
+
+/* Calls thr_smain makes in `iters` iterations. */
+static long smain_calls(int iters)
+{
+    return iters + (iters + 1) / 2 + (iters + 2) / 3 + (iters + 4) / 5;
+}
+
+/* Split allreduces interleaved with exchange and tree allreduces and bcasts on the
+ * same streams, every result checked. Each iteration makes one split call, in
+ * turn: an int64 sum in 64-byte segments (seg_bytes) of a count that ends in a
+ * partial round (or a round of its own, or less than one), every other one
+ * in-place; a float sum of 37 elements in 32-byte segments whose bits must be
+ * rank order's (every other in-place); a double max of 20 in 24-byte segments; and
+ * every 25th an in-place int64 sum in slot-size (4 KiB) segments, two combine
+ * chunks each, size + 2 segments. Then every 2nd iteration an exchange sum, every
+ * 3rd a tree allreduce, every 5th a tree bcast. */
+static void *thr_smain(void *arg)
+{
+    thr_t *t = arg;
+    int n = t->n;
+    ofl_edges_t e;
+    if (0 != ofl_edges_init(&e, n)) {
+        thr_fail(t, "edges_init", -1);
+        return NULL;
+    }
+    ofl_sched_params_t ps = t->params, px = t->params;
+    ps.shape = OFL_SCHED_SPLIT;
+    px.shape = OFL_SCHED_EXCHANGE;
+    ofl_program_t sp, ex, ar, bc[8];
+    int ok = 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &ps, &sp);
+    ok &= 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &px, &ex);
+    ok &= 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &t->params, &ar);
+    for (int r = 0; r < n; ++r) {
+        ok &= 0 == ofl_sched_compile(OFL_COLL_BCAST, r, t->rank, n, &t->params, &bc[r]);
+    }
+    if (!ok) {
+        thr_fail(t, "compile", -1);
+        return NULL;
+    }
+    ofl_alu_fn isum = ofl_alu_lookup(OFL_OP_SUM, OFL_T_INT64);
+    ofl_alu_fn fsum = ofl_alu_lookup(OFL_OP_SUM, OFL_T_FLOAT);
+    ofl_alu_fn dmax = ofl_alu_lookup(OFL_OP_MAX, OFL_T_DOUBLE);
+    const size_t big = (size_t) (n + 1) * 512 + 300;
+    const size_t counts[] = { 1, 7, 8 * (size_t) n - 3, 8 * (size_t) n + 13,
+                              16 * (size_t) n + 3, 100 };
+    int64_t *br = malloc(big * 8), send[200], recv[200];
+    float fs[37], fr[37];
+    double ds[20], dr[20];
+    uint8_t bb[40];
+    for (int it = 0; it < t->small_iters; ++it) {
+        size_t wrong = 0;
+        int inplace = (it / 4) & 1;
+        if (24 == it % 25) {
+            for (size_t j = 0; j < big; ++j) {
+                br[j] = thr_val(t->rank, it, j);
+            }
+            ofl_call_t oc = { br, br, isum, 8, big, 0 };
+            thr_call(t, &sp, &e, &oc, it);
+            for (size_t j = 0; j < big; ++j) {
+                uint64_t want = 0;
+                for (int r = 0; r < n; ++r) {
+                    want += (uint64_t) thr_val(r, it, j);
+                }
+                wrong += (uint64_t) br[j] != want;
+            }
+        } else if (1 == it % 4) {
+            for (size_t j = 0; j < 37; ++j) {
+                fs[j] = in_f32(t->rank, (uint32_t) it, j);
+                fr[j] = inplace ? fs[j] : -1.0f;
+            }
+            ofl_call_t oc = { inplace ? (void *) fr : (void *) fs, fr, fsum, 4, 37, 32 };
+            thr_call(t, &sp, &e, &oc, it);
+            for (size_t j = 0; j < 37; ++j) {
+                float want = rank_sum_f32(n, (uint32_t) it, j);
+                wrong += 0 != memcmp(&want, &fr[j], sizeof(float));
+            }
+        } else if (3 == it % 4) {
+            for (size_t j = 0; j < 20; ++j) {
+                ds[j] = in_f64(t->rank, (uint32_t) it, j);
+                dr[j] = inplace ? ds[j] : 0.0;
+            }
+            ofl_call_t oc = { inplace ? (void *) dr : (void *) ds, dr, dmax, 8, 20, 24 };
+            thr_call(t, &sp, &e, &oc, it);
+            for (size_t j = 0; j < 20; ++j) {
+                wrong += max_f64_ref(n, (uint32_t) it, j) != dr[j];
+            }
+        } else {
+            size_t count = counts[(it / 2) % 6];
+            for (size_t j = 0; j < count; ++j) {
+                send[j] = thr_val(t->rank, it, j);
+                recv[j] = inplace ? send[j] : -1;
+            }
+            recv[count] = -7;
+            ofl_call_t oc = { inplace ? (void *) recv : (void *) send, recv, isum, 8, count, 64 };
+            thr_call(t, &sp, &e, &oc, it);
+            for (size_t j = 0; j < count; ++j) {
+                uint64_t want = 0;
+                for (int r = 0; r < n; ++r) {
+                    want += (uint64_t) thr_val(r, it, j);
+                }
+                wrong += (uint64_t) recv[j] != want;
+            }
+            wrong += -7 != recv[count];
+        }
+        if (wrong) {
+            thr_fail(t, "split allreduce", it);
+        }
+        if (0 == it % 2) {
+            size_t count = 1 + (size_t) (it % 3);
+            for (size_t j = 0; j < count; ++j) {
+                send[j] = thr_val(t->rank, -it, j);
+                recv[j] = -1;
+            }
+            ofl_call_t oc = { send, recv, isum, 8, count, 0 };
+            thr_call(t, &ex, &e, &oc, it);
+            for (size_t j = 0; j < count; ++j) {
+                uint64_t want = 0;
+                for (int r = 0; r < n; ++r) {
+                    want += (uint64_t) thr_val(r, -it, j);
+                }
+                wrong += (uint64_t) recv[j] != want;
+            }
+            if (wrong) {
+                thr_fail(t, "exchange between splits", it);
+            }
+        }
+        if (0 == it % 3) {
+            send[0] = thr_val(t->rank, it + 7777, 0);
+            recv[0] = send[0];
+            ofl_call_t oc = { recv, recv, isum, 8, 1, 0 };
+            thr_call(t, &ar, &e, &oc, it);
+            uint64_t want = 0;
+            for (int r = 0; r < n; ++r) {
+                want += (uint64_t) thr_val(r, it + 7777, 0);
+            }
+            if ((uint64_t) recv[0] != want) {
+                thr_fail(t, "tree allreduce between splits", it);
+            }
+        }
+        if (0 == it % 5) {
+            int root = (it / 5) % n;
+            size_t len = 1 + (size_t) (it % 40);
+            for (size_t j = 0; j < len; ++j) {
+                bb[j] = t->rank == root ? pattern(root, (uint32_t) it, j) : SENTINEL;
+            }
+            ofl_call_t ob = { NULL, bb, NULL, 1, len, 0 };
+            thr_call(t, &bc[root], &e, &ob, it);
+            for (size_t j = 0; j < len; ++j) {
+                wrong += bb[j] != pattern(root, (uint32_t) it, j);
+            }
+            if (wrong) {
+                thr_fail(t, "bcast between splits", it);
+            }
+        }
+    }
+    free(br);
+    ofl_program_free(&sp);
+    ofl_program_free(&ex);
+    ofl_program_free(&ar);
+    for (int r = 0; r < n; ++r) {
+        ofl_program_free(&bc[r]);
+    }
+    memcpy(t->in, e.in, sizeof(uint64_t) * (size_t) n * NCH);
+    memcpy(t->out, e.out, sizeof(uint64_t) * (size_t) n * NCH);
+    ofl_edges_fini(&e);
+    return NULL;
+}
+
+/* Calls thr_bmain makes in `iters` iterations. */
+static long bmain_calls(int iters)
+{
+    long calls = 0;
+    for (int it = 0; it < iters; ++it) {
+        calls += 1 + (0 == it % 2) + (0 == it % 3) + (1 == it % 4) + (2 == it % 5);
+    }
+    return calls;
+}
+
+/* By-reference bcasts interleaved with exchange, tree and split allreduces and
+ * by-value bcasts on the same streams, every result checked. Each iteration one
+ * by-reference bcast from a root that moves on (it + it / n), of 0 .. 5000 bytes
+ * (below, at and above the 256-byte slot) in segments of the message, 100 bytes,
+ * a slot or 3000 bytes; the moment it completes, the buffer is overwritten as
+ * an application reusing it would: a rank whose call completed before every
+ * child had read it hands that child the scribble. Then every 2nd iteration an
+ * exchange sum, every 3rd an in-place tree sum, every 4th a by-value bcast of up
+ * to 700 bytes (several slots), every 5th a split sum in 64-byte segments. */
+static void *thr_bmain(void *arg)
+{
+    thr_t *t = arg;
+    int n = t->n;
+    ofl_edges_t e;
+    if (0 != ofl_edges_init(&e, n)) {
+        thr_fail(t, "edges_init", -1);
+        return NULL;
+    }
+    ofl_sched_params_t pr = t->params, px = t->params, ps = t->params;
+    pr.byref = 1;
+    px.shape = OFL_SCHED_EXCHANGE;
+    ps.shape = OFL_SCHED_SPLIT;
+    ofl_program_t ex, sp, ar, bc[8], br[8];
+    int ok = 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &px, &ex);
+    ok &= 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &ps, &sp);
+    ok &= 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &t->params, &ar);
+    for (int r = 0; r < n; ++r) {
+        ok &= 0 == ofl_sched_compile(OFL_COLL_BCAST, r, t->rank, n, &t->params, &bc[r]);
+        ok &= 0 == ofl_sched_compile(OFL_COLL_BCAST, r, t->rank, n, &pr, &br[r]);
+        ok &= 1 == br[r].byref && 0 == bc[r].byref;
+    }
+    if (!ok) {
+        thr_fail(t, "compile", -1);
+        return NULL;
+    }
+    ofl_alu_fn isum = ofl_alu_lookup(OFL_OP_SUM, OFL_T_INT64);
+    static const size_t lens[] = { 0, 1, 7, 255, 257, 1000, 2600, 5000 };
+    static const size_t segs[] = { 0, 100, 256, 3000 };
+    const size_t nl = sizeof(lens) / sizeof(lens[0]);
+    uint8_t *bb = malloc(5001), vb[701];
+    int64_t send[8 * 8 + 13], recv[8 * 8 + 14];
+    for (int it = 0; it < t->small_iters; ++it) {
+        size_t wrong = 0;
+        int root = (it + it / n) % n;
+        size_t len = lens[it % nl], seg = segs[(it / nl) % 4];
+        for (size_t j = 0; j < len; ++j) {
+            bb[j] = t->rank == root ? pattern(root, (uint32_t) it, j) : SENTINEL;
+        }
+        bb[len] = SENTINEL;
+        ofl_call_t ob = { NULL, bb, NULL, 1, len, seg };
+        thr_call(t, &br[root], &e, &ob, it);
+        for (size_t j = 0; j < len; ++j) {
+            wrong += bb[j] != pattern(root, (uint32_t) it, j);
+        }
+        wrong += SENTINEL != bb[len];
+        memset(bb, 0x3c, len);
+        if (wrong) {
+            thr_fail(t, "by-reference bcast", it);
+        }
+        if (0 == it % 2) {
+            size_t count = 1 + (size_t) (it % 3);
+            for (size_t j = 0; j < count; ++j) {
+                send[j] = thr_val(t->rank, it, j);
+                recv[j] = -1;
+            }
+            ofl_call_t oc = { send, recv, isum, 8, count, 0 };
+            thr_call(t, &ex, &e, &oc, it);
+            for (size_t j = 0; j < count; ++j) {
+                uint64_t want = 0;
+                for (int r = 0; r < n; ++r) {
+                    want += (uint64_t) thr_val(r, it, j);
+                }
+                wrong += (uint64_t) recv[j] != want;
+            }
+            if (wrong) {
+                thr_fail(t, "exchange between by-reference bcasts", it);
+            }
+        }
+        if (0 == it % 3) {
+            recv[0] = thr_val(t->rank, it + 5555, 0);
+            ofl_call_t oc = { recv, recv, isum, 8, 1, 0 };
+            thr_call(t, &ar, &e, &oc, it);
+            uint64_t want = 0;
+            for (int r = 0; r < n; ++r) {
+                want += (uint64_t) thr_val(r, it + 5555, 0);
+            }
+            if ((uint64_t) recv[0] != want) {
+                thr_fail(t, "tree allreduce between by-reference bcasts", it);
+            }
+        }
+        if (1 == it % 4) {
+            int vroot = (it / 4) % n;
+            size_t vlen = 1 + (size_t) (it * 37 % 700);
+            for (size_t j = 0; j < vlen; ++j) {
+                vb[j] = t->rank == vroot ? pattern(vroot, (uint32_t) it + 77777, j) : SENTINEL;
+            }
+            vb[vlen] = SENTINEL;
+            ofl_call_t ov = { NULL, vb, NULL, 1, vlen, 0 };
+            thr_call(t, &bc[vroot], &e, &ov, it);
+            for (size_t j = 0; j < vlen; ++j) {
+                wrong += vb[j] != pattern(vroot, (uint32_t) it + 77777, j);
+            }
+            wrong += SENTINEL != vb[vlen];
+            if (wrong) {
+                thr_fail(t, "by-value bcast between by-reference bcasts", it);
+            }
+        }
+        if (2 == it % 5) {
+            size_t count = 8 * (size_t) n + (size_t) (it % 13);
+            for (size_t j = 0; j < count; ++j) {
+                send[j] = thr_val(t->rank, -it, j);
+                recv[j] = -1;
+            }
+            recv[count] = -7;
+            ofl_call_t oc = { send, recv, isum, 8, count, 64 };
+            thr_call(t, &sp, &e, &oc, it);
+            for (size_t j = 0; j < count; ++j) {
+                uint64_t want = 0;
+                for (int r = 0; r < n; ++r) {
+                    want += (uint64_t) thr_val(r, -it, j);
+                }
+                wrong += (uint64_t) recv[j] != want;
+            }
+            wrong += -7 != recv[count];
+            if (wrong) {
+                thr_fail(t, "split between by-reference bcasts", it);
+            }
+        }
+    }
+    free(bb);
+    ofl_program_free(&ex);
+    ofl_program_free(&sp);
+    ofl_program_free(&ar);
+    for (int r = 0; r < n; ++r) {
+        ofl_program_free(&bc[r]);
+        ofl_program_free(&br[r]);
+    }
+    memcpy(t->in, e.in, sizeof(uint64_t) * (size_t) n * NCH);
+    memcpy(t->out, e.out, sizeof(uint64_t) * (size_t) n * NCH);
+    ofl_edges_fini(&e);
+    return NULL;
+}
+
+enum { THR_TREE, THR_EXCHANGE, THR_SPLIT, THR_BYREF };
+
+/* THR_TREE: thr_main on 256-byte segments; THR_EXCHANGE: thr_xmain on 4 KiB ones;
+ * THR_SPLIT: thr_smain on 4 KiB slots, most calls cut smaller by seg_bytes;
+ * THR_BYREF: thr_bmain on 256-byte slots, its bcast trees of the kind and radix
+ * given (the other modes' bcast tree is the binomial one). */
+static void test_threads(int n, int slots, ofl_tree_kind_t kind, int radix, int mode,
+                         int iters)
+{
+    static const char *mode_name[] = { "tree", "exchange", "split", "byref" };
+    size_t segsize = THR_TREE == mode || THR_BYREF == mode ? 256 : 4096;
+    char name[64];
+    shm_name(name, sizeof(name));
+    thr_t t[8];
+    memset(t, 0, sizeof(t));
+    int rc = 0;
+    for (int r = 0; r < n; ++r) {
+        t[r].rank = r;
+        t[r].n = n;
+        t[r].small_iters = iters;
+        t[r].params = (ofl_sched_params_t) { kind, radix, OFL_TREE_KNOMIAL, 2, slots, 0, 0 };
+        if (THR_BYREF == mode) {
+            t[r].params.bcast_kind = kind;
+            t[r].params.bcast_radix = radix;
+        }
+        rc = 0 == r ? ofl_softnic_create(&t[r].nic, name, n, r, slots, segsize)
+                    : ofl_softnic_attach(&t[r].nic, name, n, r, slots, segsize);
+        CHECK(0 == rc, "threads %d: softnic rank %d: %d", n, r, rc);
+        if (0 != rc) {
+            break;
+        }
+    }
+    CHECK(0 == ofl_softnic_unlink(name), "unlink");
+    if (0 != rc) {
+        return;
+    }
+    void *(*body[])(void *) = { thr_main, thr_xmain, thr_smain, thr_bmain };
+    pthread_t th[8];
+    for (int r = 0; r < n; ++r) {
+        CHECK(0 == pthread_create(&th[r], NULL, body[mode], &t[r]), "pthread_create");
+    }
+    long calls = 0;
+    for (int r = 0; r < n; ++r) {
+        pthread_join(th[r], NULL);
+        CHECK(0 == t[r].bad, "threads n %d %s: %ld failures, first: %s", n, mode_name[mode],
+              t[r].bad, t[r].first);
+        calls += t[r].calls;
+    }
+    long want = THR_TREE == mode       ? iters + 18
+                : THR_EXCHANGE == mode ? iters + (iters + 2) / 3 + (iters + 1) / 3
+                : THR_SPLIT == mode    ? smain_calls(iters)
+                                       : bmain_calls(iters);
+    CHECK(calls == (long) n * want, "threads n %d %s: %ld calls", n, mode_name[mode], calls);
+    /* Every call is over: each count equals the items its stream carried, and the
+     * trigger test agrees with it exactly. */
+    int bad = 0, used[NCH] = { 0 };
+    for (int a = 0; a < n; ++a) {
+        for (int b = 0; b < n; ++b) {
+            for (int c = 0; c < NCH; ++c) {
+                ofl_nic_t *na = &t[a].nic.base, *nb = &t[b].nic.base;
+                uint64_t data = nb->ops->counter(nb, OFL_CNT_DATA, a, c);
+                uint64_t credit = na->ops->counter(na, OFL_CNT_CREDIT, b, c);
+                uint64_t out = t[a].out[b * NCH + c], in = t[b].in[a * NCH + c];
+                used[c] += data > 0;
+                bad += data != out || data != in || credit != in
+                       || !nb->ops->reached(nb, OFL_CNT_DATA, a, c, data)
+                       || nb->ops->reached(nb, OFL_CNT_DATA, a, c, data + 1)
+                       || !na->ops->reached(na, OFL_CNT_CREDIT, b, c, credit)
+                       || na->ops->reached(na, OFL_CNT_CREDIT, b, c, credit + 1);
+            }
+        }
+    }
+    /* Trees use n - 1 streams up (channel 0) and down (1); exchange all pairs on
+     * channel 0; split all pairs on both. */
+    int all = n * (n - 1);
+    int used_ok = THR_TREE == mode       ? used[0] >= n - 1 && used[1] >= n - 1
+                  : THR_EXCHANGE == mode ? used[0] == all && used[1] >= n - 1
+                                         : used[0] == all && used[1] == all;
+    /* THR_BYREF calls wait for nothing else: no wait failed. */
+    long waits_bad = 0;
+    for (int r = 0; r < n; ++r) {
+        waits_bad += t[r].waits_bad;
+    }
+    CHECK(0 == waits_bad, "threads n %d %s: %ld waits failed", n, mode_name[mode], waits_bad);
+    CHECK(0 == bad && used_ok, "threads n %d %s: %d streams off their counts, %d + %d used", n,
+          mode_name[mode], bad, used[0], used[1]);
+    for (int r = 0; r < n; ++r) {
+        ofl_softnic_detach(&t[r].nic);
+    }
+}
+
+/* ---- failure handling ------------------------------------------------------- */
+
+typedef struct {
+    ofl_softnic_t nic;
+    ofl_program_t prog;
+    ofl_wait_status_t st;
+    int peer;
+    int saw_poison_first;
+} poison_t;
+
+static atomic_int poison_sent;
+
+static void *poison_waiter(void *arg)
+{
+    poison_t *p = arg;
+    ofl_edges_t e;
+    ofl_edges_init(&e, 3);
+    int64_t s[10] = { 0 }, r[10];
+    ofl_call_t oc = { s, r, ofl_alu_lookup(OFL_OP_SUM, OFL_T_INT64), 8, 10, 0 };
+    ofl_inst_t inst;
+    ofl_engine_post(&inst, &p->prog, &p->nic.base, &e, &oc);
+    /* Long timeout only as a safety net: the poison must end the wait first. */
+    ofl_wait_opts_t o = { NULL, NULL, 64, 10.0, 0.01 };
+    p->st = ofl_engine_wait(&inst, &o, &p->peer);
+    p->saw_poison_first = atomic_load(&poison_sent);
+    ofl_edges_fini(&e);
+    return NULL;
+}
+
+/* Rank 2 never posts; ranks 0 and 1 wait (1 waits on 0, not on 2 directly). A
+ * third party poisons the communicator naming 2: both waits must end with it. */
+static void test_poison(void)
+{
+    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KARY, 2, 1, 0, 0 };
+    char name[64];
+    shm_name(name, sizeof(name));
+    poison_t p[2];
+    ofl_softnic_t third;
+    memset(p, 0, sizeof(p));
+    int rc = ofl_softnic_create(&p[0].nic, name, 3, 0, 1, 64);
+    rc |= ofl_softnic_attach(&p[1].nic, name, 3, 1, 1, 64);
+    rc |= ofl_softnic_attach(&third, name, 3, 2, 1, 64);
+    CHECK(0 == rc, "poison: softnic");
+    CHECK(0 == ofl_softnic_unlink(name), "unlink");
+    if (0 != rc) {
+        return;
+    }
+    atomic_store(&poison_sent, 0);
+    pthread_t th[2];
+    for (int r = 0; r < 2; ++r) {
+        CHECK(0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, r, 3, &pk, &p[r].prog), "compile");
+        CHECK(0 == pthread_create(&th[r], NULL, poison_waiter, &p[r]), "pthread_create");
+    }
+    struct timespec ts = { 0, 50 * 1000 * 1000 };
+    nanosleep(&ts, NULL);
+    atomic_store(&poison_sent, 1);
+    third.base.ops->poison(&third.base, 2);
+    for (int r = 0; r < 2; ++r) {
+        pthread_join(th[r], NULL);
+        CHECK(OFL_WAIT_PEER_DEAD == p[r].st && 2 == p[r].peer && p[r].saw_poison_first,
+              "poison: rank %d got status %d peer %d (after poison: %d)", r, (int) p[r].st,
+              p[r].peer, p[r].saw_poison_first);
+        ofl_program_free(&p[r].prog);
+    }
+    /* The first poison sticks: a later one does not rename the dead rank. */
+    third.base.ops->poison(&third.base, 0);
+    CHECK(2 == p[0].nic.base.ops->poisoned(&p[0].nic.base), "poison renamed");
+    ofl_softnic_detach(&p[0].nic);
+    ofl_softnic_detach(&p[1].nic);
+    ofl_softnic_detach(&third);
+}
+
+static void count_progress(void *ctx)
+{
+    (*(long *) ctx)++;
+}
+
+/* A live peer that never posts: the watchdog names it after timeout_s. */
+static void test_watchdog(void)
+{
+    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KARY, 2, 1, 0, 0 };
+    char name[64];
+    shm_name(name, sizeof(name));
+    ofl_softnic_t a, b;
+    int rc = ofl_softnic_create(&a, name, 2, 0, 1, 64);
+    rc |= ofl_softnic_attach(&b, name, 2, 1, 1, 64);
+    CHECK(0 == rc, "watchdog: softnic");
+    CHECK(0 == ofl_softnic_unlink(name), "unlink");
+    if (0 != rc) {
+        return;
+    }
+    ofl_program_t p;
+    ofl_edges_t e;
+    CHECK(0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, 0, 2, &pk, &p), "compile");
+    ofl_edges_init(&e, 2);
+    int32_t s = 1, r = 0;
+    ofl_call_t oc = { &s, &r, ofl_alu_lookup(OFL_OP_SUM, OFL_T_INT32), 4, 1, 0 };
+    ofl_inst_t inst;
+    ofl_engine_post(&inst, &p, &a.base, &e, &oc);
+    long hooks = 0;
+    ofl_wait_opts_t o = { count_progress, &hooks, 64, 0.2, 0.05 };
+    int peer = -1;
+    double t0 = now_s();
+    ofl_wait_status_t st = ofl_engine_wait(&inst, &o, &peer);
+    double dt = now_s() - t0;
+    CHECK(OFL_WAIT_TIMEOUT == st && 1 == peer, "watchdog: status %d peer %d", (int) st, peer);
+    CHECK(dt >= 0.2 && dt < 2.0, "watchdog fired after %.3f s", dt);
+    CHECK(hooks > 0, "the host progress hook was never called");
+    CHECK(0 == r, "result written without the peer");
+    CHECK(-1 == a.base.ops->poisoned(&a.base), "a timeout must not poison");
+    ofl_program_free(&p);
+    ofl_edges_fini(&e);
+    ofl_softnic_detach(&a);
+    ofl_softnic_detach(&b);
+}
+
+/* A real process attaches as rank 1 and exits: as a zombie and once reaped, it is
+ * dead; a wait on it reports it and poisons the communicator. Runs while this
+ * process has a single thread. */
+static void test_dead_peer(void)
+{
+    static const ofl_sched_params_t pk = { OFL_TREE_KARY, 2, OFL_TREE_KARY, 2, 1, 0, 0 };
+    char name[64];
+    shm_name(name, sizeof(name));
+    ofl_softnic_t a;
+    int rc = ofl_softnic_create(&a, name, 2, 0, 1, 64);
+    CHECK(0 == rc, "dead peer: create");
+    if (0 != rc) {
+        ofl_softnic_unlink(name);
+        return;
+    }
+    int go[2], ready[2];
+    CHECK(0 == pipe(go) && 0 == pipe(ready), "pipe");
+    fflush(NULL);
+    pid_t pid = fork();
+    if (0 == pid) {
+        ofl_softnic_t b;
+        char c = 0 == ofl_softnic_attach(&b, name, 2, 1, 1, 64) ? 'y' : 'n';
+        close(go[1]);
+        if (1 != write(ready[1], &c, 1) || 0 > read(go[0], &c, 1)) {
+            _exit(3);
+        }
+        _exit(0);
+    }
+    CHECK(pid > 0, "fork");
+    close(go[0]);
+    close(ready[1]);
+    char c = 0;
+    CHECK(1 == read(ready[0], &c, 1) && 'y' == c, "child did not attach");
+    CHECK(0 == ofl_softnic_unlink(name), "unlink");
+    ofl_nic_t *nic = &a.base;
+    CHECK(1 == nic->ops->peer_alive(nic, 1), "live child reported dead");
+    close(go[1]);   /* the child exits */
+    siginfo_t si;
+    memset(&si, 0, sizeof(si));
+    CHECK(0 == waitid(P_PID, (id_t) pid, &si, WEXITED | WNOWAIT), "waitid");
+    CHECK(0 == nic->ops->peer_alive(nic, 1), "zombie child reported alive");
+
+    ofl_program_t p;
+    ofl_edges_t e;
+    CHECK(0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, 0, 2, &pk, &p), "compile");
+    ofl_edges_init(&e, 2);
+    int32_t s = 1, r = 0;
+    ofl_call_t oc = { &s, &r, ofl_alu_lookup(OFL_OP_SUM, OFL_T_INT32), 4, 1, 0 };
+    ofl_inst_t inst;
+    ofl_engine_post(&inst, &p, nic, &e, &oc);
+    ofl_wait_opts_t o = { NULL, NULL, 64, 5.0, 0.01 };
+    int peer = -1;
+    ofl_wait_status_t st = ofl_engine_wait(&inst, &o, &peer);
+    CHECK(OFL_WAIT_PEER_DEAD == st && 1 == peer, "dead peer: status %d peer %d", (int) st,
+          peer);
+    CHECK(1 == nic->ops->poisoned(nic), "dead peer not poisoned: %d", nic->ops->poisoned(nic));
+    int status = 0;
+    CHECK(pid == waitpid(pid, &status, 0) && WIFEXITED(status) && 0 == WEXITSTATUS(status),
+          "child status %d", status);
+    CHECK(0 == nic->ops->peer_alive(nic, 1), "reaped child reported alive");
+    CHECK(1 == nic->ops->peer_alive(nic, 0), "self reported dead");
+    close(ready[0]);
+    ofl_program_free(&p);
+    ofl_edges_fini(&e);
+    ofl_softnic_detach(&a);
+}
+
+int main(void)
+{
+    /* A deadlock must fail the test, not hang make check. */
+    alarm(unit_time_limit(60));
+    double t0 = now_s();
+    test_dead_peer();
+    test_watchdog();
+    test_poison();
+    double t1 = now_s();
+    test_threads(2, 1, OFL_TREE_KARY, 2, THR_TREE, 2000);
+    test_threads(3, 2, OFL_TREE_KNOMIAL, 2, THR_TREE, 2000);
+    test_threads(4, 4, OFL_TREE_KARY, 3, THR_TREE, 2000);
+    test_threads(8, 2, OFL_TREE_KNOMIAL, 2, THR_TREE, 2000);
+    test_threads(2, 1, OFL_TREE_KARY, 2, THR_EXCHANGE, 2000);
+    test_threads(4, 2, OFL_TREE_KNOMIAL, 2, THR_EXCHANGE, 2000);
+    test_threads(8, 1, OFL_TREE_KARY, 3, THR_EXCHANGE, 2000);
+    test_threads(2, 1, OFL_TREE_KNOMIAL, 2, THR_SPLIT, 1500);
+    test_threads(4, 2, OFL_TREE_KARY, 2, THR_SPLIT, 1500);
+    test_threads(8, 1, OFL_TREE_KNOMIAL, 3, THR_SPLIT, 500);
+    test_threads(2, 1, OFL_TREE_KARY, 2, THR_BYREF, 600);
+    test_threads(4, 2, OFL_TREE_KNOMIAL, 2, THR_BYREF, 400);
+    test_threads(8, 1, OFL_TREE_KARY, 3, THR_BYREF, 200);
+    double t2 = now_s();
+    check_no_leftover_shm();
+    printf("threads: failure %.2f s, threads %.2f s\n", t1 - t0, t2 - t1);
+    return unit_report("threads");
+}
