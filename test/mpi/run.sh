@@ -210,6 +210,21 @@ cluster | cluster-loss)
         # falls back alike, after a vote, and the answers stay right.
         # shellcheck disable=SC2086
         run t_coll "$NP" "--mca coll_offload_inject hier:1" --quick
+        # Reproducible sums across nodes: exact in-process, and the same bytes as
+        # one rank alone on this machine gives.
+        # shellcheck disable=SC2086
+        run t_repsum "$NP" "--mca coll_offload_repsum 1" world
+        h=$(sed -n 's/^t_repsum: hash //p' "$LOGDIR/t_repsum.np$NP.log" | tail -n 1)
+        # shellcheck disable=SC2086
+        ref=$(timeout 120 mpirun -np 1 $COLL_SELECTION --mca coll_offload_repsum 1 \
+              "$BINDIR/t_repsum" world 2>/dev/null | sed -n 's/^t_repsum: hash //p')
+        if [ -n "$h" ] && [ "$h" = "$ref" ]; then
+            echo "[ ok ]   t_repsum np=$NP across nodes: the same bytes as np=1 ($h)"
+            total_pass=$((total_pass + 1))
+        else
+            echo "[FAIL]   t_repsum np=$NP across nodes: hash '$h', np=1 '$ref'"
+            total_fail=$((total_fail + 1))
+        fi
         # 8/16-bit sums wrap on the node-aware path too (the leaders' level runs the
         # layer below over the network; the nonblocking and persistent forms are the
         # layer below's with the op substituted), with stock op/avx in place.
