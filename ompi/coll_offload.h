@@ -17,6 +17,7 @@
 #include "ompi/mca/coll/coll.h"
 #include "coll_offload_compat.h"
 #include "coll_offload_below.h"
+#include "opal/mca/hwloc/base/base.h"
 
 #include "engine/agent.h"
 #include "engine/board.h"
@@ -226,6 +227,11 @@ int mca_coll_offload_inject_parse(const char *text);
  * so that every later communicator works. With :kill the process SIGKILLs
  * itself here instead of returning. */
 int mca_coll_offload_inject(ofl_inject_t step, int rank);
+
+/* Where the progress agent should run (coll_offload_agent.c): a cpuset to
+ * free with hwloc_bitmap_free, or NULL (leave it as started); *why says which
+ * and why, for verbose output. */
+hwloc_bitmap_t mca_coll_offload_agent_cpuset(char *why, size_t len);
 
 /* The node-aware module for an intra-communicator that spans nodes
  * (coll_offload_hier.c). */
