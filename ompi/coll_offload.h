@@ -17,6 +17,7 @@
 #include "ompi/mca/coll/coll.h"
 #include "coll_offload_compat.h"
 #include "coll_offload_below.h"
+#include "glue.h"
 #include "opal/mca/hwloc/base/base.h"
 
 #include "engine/agent.h"
@@ -31,44 +32,6 @@
 
 BEGIN_C_DECLS
 
-/* What the MCA parameters say; read once at registration. */
-typedef struct {
-    int priority;
-    int verbose;
-    int reduce_tree;       /* ofl_tree_kind_t */
-    int reduce_radix;
-    int bcast_tree;
-    int bcast_radix;
-    size_t segment_size;
-    int slots;
-    size_t shm_budget;     /* bytes of shared memory per rank and communicator, at most */
-    size_t shm_cap;        /* bytes of this job's segments on the node; 0: automatic */
-    int exchange_max_ranks;             /* exchange programs up to this many ranks */
-    char *policy_text[OFL_COLL_COUNT];  /* per-size algorithm tables (policy.h) */
-    ofl_policy_t policy[OFL_COLL_COUNT];
-    size_t max_bytes[OFL_COLL_COUNT];   /* above: fallback (barrier unused) */
-    size_t hier_max_bytes[OFL_COLL_COUNT]; /* node-aware calls above: fallback */
-    double watchdog;                    /* seconds; 0 = off */
-    double liveness_period;
-    int spin;
-    int start_polls;                    /* small i/p calls: polls in the posting call */
-    int agent;                          /* progress agent thread for nonblocking calls */
-    int agent_bind;                     /* place it on a core no local rank uses */
-    double agent_nap;                   /* us between idle rounds; 0: sched_yield */
-    double agent_linger;                /* us the agent stays awake after its last work */
-    int agent_preempt;                  /* 0: SCHED_BATCH agent; 1: normal; 2: SCHED_RR */
-    double agent_kick_delay;            /* us an RT agent lets a poster return first */
-    int hierarchy;                      /* node-aware collectives on multi-node comms */
-    int ofi;                            /* leaders' level on the libfabric NIC */
-    int ofi_after;                      /* ... from a communicator's n-th node-aware call */
-    char *ofi_provider;
-    char *ofi_fabric;                   /* "" : the provider's first non-loopback one */
-    int ofi_native;                     /* leaders' calls as triggered operations */
-    char *inject;                       /* tests only: STEP:RANK[:kill],... (see below) */
-    int agree_above;                    /* blocking fallbacks the policy chose wait for
-                                           the call records above this many bytes */
-    int repsum;                         /* reproducible float sums (info key overrides) */
-} mca_coll_offload_params_t;
 
 /* Reproducible sums on one communicator (coll_offload_repsum.c). */
 typedef enum {

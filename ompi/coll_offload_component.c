@@ -5,6 +5,7 @@
 #include "coll_offload.h"
 
 #include <pthread.h>
+#include <stdio.h>
 
 #include "glue.h"
 #include "ompi/proc/proc.h"
@@ -33,13 +34,77 @@ mca_coll_offload_component_t mca_coll_offload_component = {
     .output = -1,
 };
 
+/* The component's MPI_T counters (coll_offload_<coll>_offloaded/_fallback, their
+ * nonblocking and persistent forms, ofi_*, shm_*). */
+static int register_pvars(mca_coll_offload_component_t *c)
+{
+    const mca_base_component_t *v = &c->super.collm_version;
+    for (int k = 0; k < OFL_COLL_COUNT; ++k) {
+        const char *coll = ofl_coll_name((ofl_coll_t) k);
+        char name[64], help[320];
+        snprintf(name, sizeof(name), "%s_offloaded", coll);
+        snprintf(help, sizeof(help), "Number of MPI_%s calls run as descriptor programs", coll);
+        ofl_glue_register_counter(v, name, help, 0, &c->offloaded[k]);
+        snprintf(name, sizeof(name), "%s_fallback", coll);
+        snprintf(help, sizeof(help), "Number of MPI_%s calls handed to the fallback component",
+                 coll);
+        ofl_glue_register_counter(v, name, help, 0, &c->fallback[k]);
+
+        snprintf(name, sizeof(name), "i%s_offloaded", coll);
+        snprintf(help, sizeof(help), "Number of MPI_I%s calls run as descriptor programs", coll);
+        ofl_glue_register_counter(v, name, help, 0, &c->nb_offloaded[OFL_KIND_NONBLOCKING][k]);
+        snprintf(name, sizeof(name), "i%s_fallback", coll);
+        snprintf(help, sizeof(help),
+                 "Number of MPI_I%s calls handed to the fallback component's nonblocking one",
+                 coll);
+        ofl_glue_register_counter(v, name, help, 0, &c->nb_fallback[OFL_KIND_NONBLOCKING][k]);
+
+        snprintf(name, sizeof(name), "p%s_offloaded", coll);
+        snprintf(help, sizeof(help),
+                 "Number of MPI_Start(all)s of persistent %s requests run as descriptor "
+                 "programs (one per start)", coll);
+        ofl_glue_register_counter(v, name, help, 0, &c->nb_offloaded[OFL_KIND_PERSISTENT][k]);
+        snprintf(name, sizeof(name), "p%s_fallback", coll);
+        snprintf(help, sizeof(help),
+                 "Number of persistent %s requests (MPIX_%s_init) handed to the fallback "
+                 "component (one per init), and of starts of requests made before the "
+                 "communicator was set up that still ran on the fallback (one per start)",
+                 coll, coll);
+        ofl_glue_register_counter(v, name, help, 0, &c->nb_fallback[OFL_KIND_PERSISTENT][k]);
+    }
+    ofl_glue_register_counter(v, "ofi_writes",
+                              "RMA writes the libfabric NIC sent between nodes (node leaders "
+                              "only): items and credits of the leaders' descriptor programs",
+                              0, &c->ofi_writes);
+    ofl_glue_register_counter(v, "ofi_bytes",
+                              "Bytes the libfabric NIC sent between nodes (node leaders only)", 0,
+                              &c->ofi_bytes);
+    ofl_glue_register_counter(v, "ofi_triggered",
+                              "Triggered operations (fi_trigger(3): atomics fired by a counter "
+                              "threshold) the node leaders posted for native collectives "
+                              "(coll_offload_ofi_native)",
+                              0, &c->ofi_triggered);
+    ofl_glue_register_counter(v, "shm_bytes",
+                              "Bytes of node shared memory this process accounts for its "
+                              "communicators: its share of each segment (what the segment can "
+                              "ever touch divided by its ranks), counted against its part of "
+                              "coll_offload_shm_cap",
+                              1, &c->shm_bytes);
+    ofl_glue_register_counter(v, "shm_refused",
+                              "Communicators that use the fallback component because their "
+                              "shared memory would have passed coll_offload_shm_cap on some rank",
+                              0, &c->shm_refused);
+    return OMPI_SUCCESS;
+}
+
 static int offload_register(void)
 {
-    int rc = ofl_glue_register_params(&mca_coll_offload_component);
+    mca_coll_offload_component_t *c = &mca_coll_offload_component;
+    int rc = ofl_glue_register_params(&c->super.collm_version, &c->params);
     if (OMPI_SUCCESS != rc) {
         return rc;
     }
-    return ofl_glue_register_pvars(&mca_coll_offload_component);
+    return register_pvars(c);
 }
 
 static int offload_open(void)
@@ -53,7 +118,7 @@ static int offload_open(void)
                     "STEP:RANK[:kill]; nothing is injected",
                     c->params.inject);
     }
-    return ofl_glue_parse_policies(c);
+    return ofl_glue_parse_policies(&c->params);
 }
 
 static int offload_close(void)

@@ -24,31 +24,31 @@ static const char *const default_policy[OFL_COLL_COUNT] = {
     [OFL_COLL_BARRIER] = "board",
 };
 
-static int reg_int(mca_coll_offload_component_t *c, const char *name, const char *help,
+static int reg_int(const mca_base_component_t *c, const char *name, const char *help,
                    mca_base_var_info_lvl_t lvl, int *storage)
 {
-    return mca_base_component_var_register(&c->super.collm_version, name, help,
+    return mca_base_component_var_register(c, name, help,
                                            MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, lvl,
                                            MCA_BASE_VAR_SCOPE_READONLY, storage);
 }
 
-static int reg_size(mca_coll_offload_component_t *c, const char *name, const char *help,
+static int reg_size(const mca_base_component_t *c, const char *name, const char *help,
                     mca_base_var_info_lvl_t lvl, size_t *storage)
 {
-    return mca_base_component_var_register(&c->super.collm_version, name, help,
+    return mca_base_component_var_register(c, name, help,
                                            MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, lvl,
                                            MCA_BASE_VAR_SCOPE_READONLY, storage);
 }
 
-static int reg_double(mca_coll_offload_component_t *c, const char *name, const char *help,
+static int reg_double(const mca_base_component_t *c, const char *name, const char *help,
                       mca_base_var_info_lvl_t lvl, double *storage)
 {
-    return mca_base_component_var_register(&c->super.collm_version, name, help,
+    return mca_base_component_var_register(c, name, help,
                                            MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, lvl,
                                            MCA_BASE_VAR_SCOPE_READONLY, storage);
 }
 
-static int reg_tree(mca_coll_offload_component_t *c, const char *name, const char *help,
+static int reg_tree(const mca_base_component_t *c, const char *name, const char *help,
                     int *storage)
 {
     mca_base_var_enum_t *kinds = NULL;
@@ -56,16 +56,15 @@ static int reg_tree(mca_coll_offload_component_t *c, const char *name, const cha
     if (OPAL_SUCCESS != rc) {
         return rc;
     }
-    rc = mca_base_component_var_register(&c->super.collm_version, name, help,
+    rc = mca_base_component_var_register(c, name, help,
                                          MCA_BASE_VAR_TYPE_INT, kinds, 0, 0, OPAL_INFO_LVL_5,
                                          MCA_BASE_VAR_SCOPE_READONLY, storage);
     OBJ_RELEASE(kinds);
     return rc;
 }
 
-int ofl_glue_register_params(mca_coll_offload_component_t *c)
+int ofl_glue_register_params(const mca_base_component_t *c, mca_coll_offload_params_t *p)
 {
-    mca_coll_offload_params_t *p = &c->params;
     p->priority = 40;
     p->verbose = 0;
     p->reduce_tree = OFL_TREE_KNOMIAL;
@@ -171,7 +170,7 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
             "allreduce_policy", "reduce_policy", "bcast_policy", "barrier_policy"
         };
         mca_base_component_var_register(
-            &c->super.collm_version, names[k],
+            c, names[k],
             "Algorithm by message size: comma-separated ALG[:MAXBYTES] in increasing size "
             "order; ALG: tree, fallback, exchange (allreduce/barrier; its bound applies to "
             "bytes x (ranks - 1), what each rank sends), split (allreduce), get (bcast, "
@@ -271,7 +270,7 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
             "rank); 0: the descriptor program with software triggering",
             OPAL_INFO_LVL_6, &p->ofi_native);
     mca_base_component_var_register(
-        &c->super.collm_version, "inject",
+        c, "inject",
         "For tests only: make steps of the first communicator set-up (or of the first "
         "staged bcast) fail on chosen ranks, to exercise the error paths. A comma-separated "
         "list (up to 4) of STEP:RANK[:kill], RANK a rank of that communicator, STEP one of "
@@ -286,7 +285,7 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
         &p->inject);
     mca_base_component_var_register(
-        &c->super.collm_version, "ofi_provider",
+        c, "ofi_provider",
         "libfabric provider of the leaders' level; empty (default): automatic, the first in "
         "libfabric's order that offers triggered atomics (cxi on Slingshot, sockets), else "
         "the first with RDM endpoints, RMA, remote-write counters (FI_RMA_EVENT) and ordered "
@@ -294,7 +293,7 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &p->ofi_provider);
     mca_base_component_var_register(
-        &c->super.collm_version, "ofi_fabric",
+        c, "ofi_fabric",
         "libfabric fabric (for sockets/tcp: the subnet, e.g. 198.51.100.0/24) of the leaders' "
         "level; empty: the provider's first one that is not loopback",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
@@ -322,7 +321,7 @@ int ofl_glue_register_params(mca_coll_offload_component_t *c)
                "it sleeps until the next post wakes it: calls that follow each other closely "
                "then need no wake-up system call. 0: sleep at once",
                OPAL_INFO_LVL_6, &p->agent_linger);
-    return OMPI_SUCCESS;
+    return OPAL_SUCCESS;
 }
 
 static int pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
@@ -332,95 +331,36 @@ static int pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
     return OPAL_SUCCESS;
 }
 
-int ofl_glue_parse_policies(mca_coll_offload_component_t *c)
+int ofl_glue_parse_policies(mca_coll_offload_params_t *p)
 {
     int slots = 1;
-    while (slots < c->params.slots && slots < 1024) {
+    while (slots < p->slots && slots < 1024) {
         slots *= 2;
     }
-    c->params.slots = slots;
+    p->slots = slots;
     for (int k = 0; k < OFL_COLL_COUNT; ++k) {
         char err[160];
-        if (0 != ofl_policy_parse(c->params.policy_text[k], &c->params.policy[k], err,
+        if (0 != ofl_policy_parse(p->policy_text[k], &p->policy[k], err,
                                   sizeof(err))) {
             opal_output(0, "coll:offload: coll_offload_%s_policy=\"%s\": %s; using \"%s\"",
                         ofl_coll_name((ofl_coll_t) k),
-                        c->params.policy_text[k] ? c->params.policy_text[k] : "", err,
+                        p->policy_text[k] ? p->policy_text[k] : "", err,
                         default_policy[k]);
-            ofl_policy_parse(default_policy[k], &c->params.policy[k], err, sizeof(err));
+            ofl_policy_parse(default_policy[k], &p->policy[k], err, sizeof(err));
         }
     }
-    return OMPI_SUCCESS;
+    return OPAL_SUCCESS;
 }
 
-static void reg_counter(mca_coll_offload_component_t *c, const char *name, const char *help,
-                        unsigned long long *storage)
+void ofl_glue_register_counter(const mca_base_component_t *version, const char *name,
+                               const char *help, int size, unsigned long long *storage)
 {
-    mca_base_component_pvar_register(&c->super.collm_version, name, help, OPAL_INFO_LVL_4,
-                                     MCA_BASE_PVAR_CLASS_COUNTER,
+    mca_base_component_pvar_register(version, name, help, OPAL_INFO_LVL_4,
+                                     size ? MCA_BASE_PVAR_CLASS_SIZE : MCA_BASE_PVAR_CLASS_COUNTER,
                                      MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
                                      MCA_BASE_VAR_BIND_NO_OBJECT,
                                      MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
                                      pvar_read, NULL, NULL, storage);
-}
-
-int ofl_glue_register_pvars(mca_coll_offload_component_t *c)
-{
-    for (int k = 0; k < OFL_COLL_COUNT; ++k) {
-        const char *coll = ofl_coll_name((ofl_coll_t) k);
-        char name[64], help[320];
-        snprintf(name, sizeof(name), "%s_offloaded", coll);
-        snprintf(help, sizeof(help), "Number of MPI_%s calls run as descriptor programs", coll);
-        reg_counter(c, name, help, &c->offloaded[k]);
-        snprintf(name, sizeof(name), "%s_fallback", coll);
-        snprintf(help, sizeof(help), "Number of MPI_%s calls handed to the fallback component",
-                 coll);
-        reg_counter(c, name, help, &c->fallback[k]);
-
-        snprintf(name, sizeof(name), "i%s_offloaded", coll);
-        snprintf(help, sizeof(help), "Number of MPI_I%s calls run as descriptor programs", coll);
-        reg_counter(c, name, help, &c->nb_offloaded[OFL_KIND_NONBLOCKING][k]);
-        snprintf(name, sizeof(name), "i%s_fallback", coll);
-        snprintf(help, sizeof(help),
-                 "Number of MPI_I%s calls handed to the fallback component's nonblocking one",
-                 coll);
-        reg_counter(c, name, help, &c->nb_fallback[OFL_KIND_NONBLOCKING][k]);
-
-        snprintf(name, sizeof(name), "p%s_offloaded", coll);
-        snprintf(help, sizeof(help),
-                 "Number of MPI_Start(all)s of persistent %s requests run as descriptor "
-                 "programs (one per start)", coll);
-        reg_counter(c, name, help, &c->nb_offloaded[OFL_KIND_PERSISTENT][k]);
-        snprintf(name, sizeof(name), "p%s_fallback", coll);
-        snprintf(help, sizeof(help),
-                 "Number of persistent %s requests (MPIX_%s_init) handed to the fallback "
-                 "component (one per init), and of starts of requests made before the "
-                 "communicator was set up that still ran on the fallback (one per start)",
-                 coll, coll);
-        reg_counter(c, name, help, &c->nb_fallback[OFL_KIND_PERSISTENT][k]);
-    }
-    reg_counter(c, "ofi_writes",
-                "RMA writes the libfabric NIC sent between nodes (node leaders only): items "
-                "and credits of the leaders' descriptor programs", &c->ofi_writes);
-    reg_counter(c, "ofi_bytes", "Bytes the libfabric NIC sent between nodes (node leaders only)",
-                &c->ofi_bytes);
-    reg_counter(c, "ofi_triggered",
-                "Triggered operations (fi_trigger(3): atomics fired by a counter threshold) "
-                "the node leaders posted for native collectives (coll_offload_ofi_native)",
-                &c->ofi_triggered);
-    mca_base_component_pvar_register(
-        &c->super.collm_version, "shm_bytes",
-        "Bytes of node shared memory this process accounts for its communicators: its share "
-        "of each segment (what the segment can ever touch divided by its ranks), counted "
-        "against its part of coll_offload_shm_cap",
-        OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_SIZE, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
-        MCA_BASE_VAR_BIND_NO_OBJECT, MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
-        pvar_read, NULL, NULL, &c->shm_bytes);
-    reg_counter(c, "shm_refused",
-                "Communicators that use the fallback component because their shared memory "
-                "would have passed coll_offload_shm_cap on some rank",
-                &c->shm_refused);
-    return OMPI_SUCCESS;
 }
 
 void ofl_glue_progress(void *ctx)

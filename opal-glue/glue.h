@@ -1,15 +1,68 @@
 /*
- * coll/offload — thin adapters to OPAL: MCA variables, MPI_T pvars, progress.
+ * coll/offload — thin adapters to OPAL: the MCA variables and their storage,
+ * the pvar and progress hooks, how a wait is configured. Nothing here knows
+ * the component's modules; the component (ompi/) includes this, not the other
+ * way round.
  */
 #ifndef OFL_GLUE_H
 #define OFL_GLUE_H
 
-#include "coll_offload.h"
+#include "ompi_config.h"
 
-int ofl_glue_register_params(mca_coll_offload_component_t *c);
-int ofl_glue_register_pvars(mca_coll_offload_component_t *c);
+#include <stddef.h>
+
+#include "engine/engine.h"
+#include "opal/mca/mca.h"
+#include "sched/policy.h"
+#include "sched/sched.h"
+
+/* What the MCA parameters say; read once at registration. */
+typedef struct {
+    int priority;
+    int verbose;
+    int reduce_tree;       /* ofl_tree_kind_t */
+    int reduce_radix;
+    int bcast_tree;
+    int bcast_radix;
+    size_t segment_size;
+    int slots;
+    size_t shm_budget;     /* bytes of shared memory per rank and communicator, at most */
+    size_t shm_cap;        /* bytes of this job's segments on the node; 0: automatic */
+    int exchange_max_ranks;             /* exchange programs up to this many ranks */
+    char *policy_text[OFL_COLL_COUNT];  /* per-size algorithm tables (policy.h) */
+    ofl_policy_t policy[OFL_COLL_COUNT];
+    size_t max_bytes[OFL_COLL_COUNT];   /* above: fallback (barrier unused) */
+    size_t hier_max_bytes[OFL_COLL_COUNT]; /* node-aware calls above: fallback */
+    double watchdog;                    /* seconds; 0 = off */
+    double liveness_period;
+    int spin;
+    int start_polls;                    /* small i/p calls: polls in the posting call */
+    int agent;                          /* progress agent thread for nonblocking calls */
+    int agent_bind;                     /* place it on a core no local rank uses */
+    double agent_nap;                   /* us between idle rounds; 0: sched_yield */
+    double agent_linger;                /* us the agent stays awake after its last work */
+    int agent_preempt;                  /* 0: SCHED_BATCH agent; 1: normal; 2: SCHED_RR */
+    double agent_kick_delay;            /* us an RT agent lets a poster return first */
+    int hierarchy;                      /* node-aware collectives on multi-node comms */
+    int ofi;                            /* leaders' level on the libfabric NIC */
+    int ofi_after;                      /* ... from a communicator's n-th node-aware call */
+    char *ofi_provider;
+    char *ofi_fabric;                   /* "" : the provider's first non-loopback one */
+    int ofi_native;                     /* leaders' calls as triggered operations */
+    char *inject;                       /* tests only: STEP:RANK[:kill],... (see below) */
+    int agree_above;                    /* blocking fallbacks the policy chose wait for
+                                           the call records above this many bytes */
+    int repsum;                         /* reproducible float sums (info key overrides) */
+} mca_coll_offload_params_t;
+
+/* Register every MCA variable of the component `version` into *p. */
+int ofl_glue_register_params(const mca_base_component_t *version, mca_coll_offload_params_t *p);
 /* Parse the *_policy strings; a bad one is reported and replaced by its default. */
-int ofl_glue_parse_policies(mca_coll_offload_component_t *c);
+int ofl_glue_parse_policies(mca_coll_offload_params_t *p);
+
+/* An MPI_T counter (or, with `size`, a size) of `version` read from *storage. */
+void ofl_glue_register_counter(const mca_base_component_t *version, const char *name,
+                               const char *help, int size, unsigned long long *storage);
 
 /* For ofl_wait_opts_t.progress: run OPAL's progress engine once. */
 void ofl_glue_progress(void *ctx);
