@@ -6,7 +6,7 @@
  * values, and on the communicator's agreed state, so every rank of a call takes
  * the same path.
  */
-#include "coll_offload.h"
+#include "coll_offload_decide.h"
 
 #include <errno.h>
 #include <string.h>
@@ -15,18 +15,6 @@
 #include "ompi/datatype/ompi_datatype.h"
 #include "opal/datatype/opal_convertor.h"
 #include "opal/util/output.h"
-
-static const char *const reasons[] = {
-    "offload",
-    "user-defined op",
-    "datatype not on the ALU",
-    "op not defined on datatype",
-    "above the size limit",
-    "NIC unavailable on this communicator",
-    "the size policy chose the fallback",
-    "NIC not set up yet (the first blocking collective or persistent init on the "
-    "communicator sets it up)",
-};
 
 static const char *const mpi_names[OFL_COLL_COUNT] = {
     "MPI_Allreduce", "MPI_Reduce", "MPI_Bcast", "MPI_Barrier"
@@ -42,106 +30,6 @@ enum {
     R_POLICY = OFL_R_POLICY,
     R_UNSET = OFL_R_UNSET
 };
-
-static const char *const kind_prefix[OFL_KIND_COUNT] = { "", "i", "p" };
-
-void mca_coll_offload_note(ofl_kind_t kind, ofl_coll_t coll, int reason, size_t bytes,
-                           struct ompi_communicator_t *comm)
-{
-    mca_coll_offload_component_t *c = &mca_coll_offload_component;
-    unsigned long long *counter;
-    if (OFL_KIND_BLOCKING == kind) {
-        counter = R_OFFLOAD == reason ? &c->offloaded[coll] : &c->fallback[coll];
-        (*counter)++;
-    } else {
-        counter = R_OFFLOAD == reason ? &c->nb_offloaded[kind][coll]
-                                      : &c->nb_fallback[kind][coll];
-        if (opal_using_threads()) {
-            __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
-        } else {
-            /* One application thread: no locked instruction (they stall on
-             * this core's pending stores to the peers' lines). */
-            __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + 1,
-                             __ATOMIC_RELAXED);
-        }
-    }
-    if (OPAL_UNLIKELY(c->params.verbose >= 10)) {
-        if (R_OFFLOAD == reason) {
-            opal_output(c->output, "coll:offload: %s %s%s %zu B: offload", comm->c_name,
-                        kind_prefix[kind], ofl_coll_name(coll), bytes);
-        } else {
-            opal_output(c->output, "coll:offload: %s %s%s %zu B: fallback (%s)", comm->c_name,
-                        kind_prefix[kind], ofl_coll_name(coll), bytes, reasons[reason]);
-        }
-    }
-}
-
-/* Every blocking fallback passes here, tiny reduces and bcasts included: the
- * count in place, the call out only to explain it. */
-static inline void fallback_note(ofl_coll_t coll, int reason, size_t bytes,
-                                 struct ompi_communicator_t *comm)
-{
-    mca_coll_offload_component_t *c = &mca_coll_offload_component;
-    if (OPAL_UNLIKELY(c->params.verbose >= 10)) {
-        mca_coll_offload_note(OFL_KIND_BLOCKING, coll, reason, bytes, comm);
-        return;
-    }
-    c->fallback[coll]++;
-}
-
-/* A nonblocking call never sets the NIC up: set-up is collective and blocking,
- * and ranks may start nonblocking collectives on several communicators in
- * different orders (MPI allows it), so waiting in one would deadlock. Until a
- * blocking collective or a persistent init has set it up, they fall back. */
-static inline int nb_ready(mca_coll_offload_module_t *m)
-{
-    ofl_mod_state_t st = __atomic_load_n(&m->state, __ATOMIC_RELAXED);
-    return OFL_MOD_READY == st ? R_OFFLOAD : OFL_MOD_UNSET == st ? R_UNSET : R_NIC;
-}
-
-/* Lazy, collective set-up at the first offloaded call; same outcome on all ranks.
- * 1: offload; 0: fall back, or return *rc when it is an error (this rank could
- * not learn the outcome: falling back alone would leave the others waiting). */
-static inline int ensure_ready(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
-                               int *rc)
-{
-    *rc = OMPI_SUCCESS;
-    if (OPAL_LIKELY(OFL_MOD_READY == m->state)) {
-        return 1;
-    }
-    if (OFL_MOD_UNSET == m->state) {
-        *rc = mca_coll_offload_setup(m, comm);
-    }
-    return OFL_MOD_READY == m->state;
-}
-
-/* Persistent inits are nonlocal and ordered like every collective call on the
- * communicator (MPI-4 section 6.13), so, unlike MPI_I<coll>, they may run the
- * collective set-up: every rank reaches it at the same init, and a program that
- * only ever uses persistent collectives is offloaded too. */
-int mca_coll_offload_setup_in_init(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm)
-{
-    int rc;
-    (void) ensure_ready(m, comm, &rc);
-    return rc;
-}
-
-/* Segment size for a call: a handful of segments per message (per owner for the
- * split program) so that moving and combining overlap, but never below the size
- * where per-segment handshakes would dominate. */
-size_t mca_coll_offload_segment(const ofl_program_t *prog, size_t bytes)
-{
-    if (prog->byref) {
-        /* a reference per segment: few and large (each read is a system call,
-         * and a read of 512 KiB in one piece beat four pieces at every size up
-         * to 1 MiB); larger messages in four, so that deeper trees pipeline */
-        size_t seg = bytes / 4;
-        return seg < 524288 ? 524288 : seg;
-    }
-    size_t pieces = 8 * (size_t) prog->period;
-    size_t seg = bytes / pieces;
-    return seg < 16384 ? 16384 : seg;
-}
 
 void mca_coll_offload_report(mca_coll_offload_module_t *m, const char *what,
                              struct ompi_communicator_t *comm, ofl_wait_status_t st, int peer,
@@ -400,115 +288,6 @@ static int run_board(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_ca
     return rc;
 }
 
-/* The hard size cap, then the per-size policy. */
-static inline int check_size(ofl_coll_t coll, size_t bytes, int ranks, ofl_alg_t *alg)
-{
-    const mca_coll_offload_params_t *p = &mca_coll_offload_component.params;
-    if (bytes > p->max_bytes[coll]) {
-        return R_SIZE;
-    }
-    *alg = ofl_policy_pick(&p->policy[coll], bytes, ranks);
-    return OFL_ALG_FALLBACK == *alg ? R_POLICY : R_OFFLOAD;
-}
-
-/* The ALU kernel for (dtype, op). The last successful mapping is kept per
- * module: applications repeat the same pair, and only predefined datatypes and
- * intrinsic ops ever map, objects that live as long as MPI does. */
-static inline int map_cached(mca_coll_offload_module_t *m, struct ompi_datatype_t *dtype,
-                             struct ompi_op_t *op, ofl_call_t *call)
-{
-    if (OPAL_LIKELY(dtype == m->map_dtype && op == m->map_op)) {
-        call->fn = m->map_fn;
-        call->elem = m->map_elem;
-        return 0;
-    }
-    int reason = mca_coll_offload_map(dtype, op, &call->fn, &call->elem);
-    if (0 == reason) {
-        m->map_dtype = dtype;
-        m->map_op = op;
-        m->map_fn = call->fn;
-        m->map_elem = call->elem;
-    }
-    return reason;
-}
-
-static inline int check_reduction(mca_coll_offload_module_t *m, ofl_coll_t coll,
-                                  struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                  int count, ofl_call_t *call, ofl_alg_t *alg)
-{
-    int reason = map_cached(m, dtype, op, call);
-    if (0 != reason) {
-        return reason;
-    }
-    call->count = count > 0 ? (size_t) count : 0;
-    return check_size(coll, call->count * call->elem, m->size, alg);
-}
-
-int mca_coll_offload_decide_reduction(mca_coll_offload_module_t *m,
-                                      struct ompi_communicator_t *comm, ofl_coll_t coll,
-                                      struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                      int count, ofl_call_t *call, ofl_alg_t *alg)
-{
-    int reason = check_reduction(m, coll, dtype, op, count, call, alg);
-    return R_OFFLOAD == reason ? nb_ready(m) : reason;
-}
-
-int mca_coll_offload_decide_bcast(mca_coll_offload_module_t *m,
-                                  struct ompi_communicator_t *comm, size_t bytes,
-                                  ofl_alg_t *alg)
-{
-    int reason = check_size(OFL_COLL_BCAST, bytes, m->size, alg);
-    return R_OFFLOAD == reason ? nb_ready(m) : reason;
-}
-
-int mca_coll_offload_decide_barrier(mca_coll_offload_module_t *m,
-                                    struct ompi_communicator_t *comm, ofl_alg_t *alg)
-{
-    *alg = ofl_policy_pick(&mca_coll_offload_component.params.policy[OFL_COLL_BARRIER], 0,
-                           m->size);
-    return OFL_ALG_FALLBACK == *alg ? R_POLICY : nb_ready(m);
-}
-
-static inline const ofl_program_t *allreduce_program(mca_coll_offload_module_t *m,
-                                                     ofl_alg_t alg)
-{
-    if ((OFL_ALG_EXCHANGE == alg || OFL_ALG_BOARD == alg) && m->allreduce_x.ndesc > 0) {
-        return &m->allreduce_x;
-    }
-    if (OFL_ALG_SPLIT == alg && m->allreduce_s.ndesc > 0) {
-        return &m->allreduce_s;
-    }
-    return &m->allreduce;
-}
-
-static inline const ofl_program_t *bcast_program(mca_coll_offload_module_t *m, ofl_alg_t alg,
-                                                 int root)
-{
-    return (OFL_ALG_GET == alg && m->single_copy) ? &m->bcast_get[root] : &m->bcast[root];
-}
-
-static inline const ofl_program_t *barrier_program(mca_coll_offload_module_t *m, ofl_alg_t alg)
-{
-    return ((OFL_ALG_EXCHANGE == alg || OFL_ALG_BOARD == alg) && m->barrier_x.ndesc > 0)
-               ? &m->barrier_x
-               : &m->barrier;
-}
-
-const ofl_program_t *mca_coll_offload_program(mca_coll_offload_module_t *m, ofl_coll_t coll,
-                                              ofl_alg_t alg, int root)
-{
-    switch (coll) {
-    case OFL_COLL_ALLREDUCE:
-        return allreduce_program(m, alg);
-    case OFL_COLL_REDUCE:
-        return &m->reduce[root];
-    case OFL_COLL_BCAST:
-        return bcast_program(m, alg, root);
-    default:
-        return barrier_program(m, alg);
-    }
-}
-
 int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
                                struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
@@ -521,9 +300,9 @@ int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
     }
     ofl_call_t call = { 0 };
     ofl_alg_t alg = OFL_ALG_FALLBACK;
-    int reason = check_reduction(m, OFL_COLL_ALLREDUCE, dtype, op, count, &call, &alg);
+    int reason = decide_check_reduction(m, OFL_COLL_ALLREDUCE, dtype, op, count, &call, &alg);
     int setup_rc;
-    if (R_OFFLOAD == reason && !ensure_ready(m, comm, &setup_rc)) {
+    if (R_OFFLOAD == reason && !decide_ensure_ready(m, comm, &setup_rc)) {
         if (OMPI_SUCCESS != setup_rc) {
             return setup_rc;
         }
@@ -543,7 +322,7 @@ int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
             mca_coll_offload_component.offloaded[OFL_COLL_ALLREDUCE]++;
             return OMPI_SUCCESS;
         }
-        fallback_note(OFL_COLL_ALLREDUCE, R_OFFLOAD == reason ? R_NIC : reason, bytes, comm);
+        decide_fallback_note(OFL_COLL_ALLREDUCE, R_OFFLOAD == reason ? R_NIC : reason, bytes, comm);
         return m->below.allreduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
                                  comm, m->below.allreduce_module);
     }
@@ -553,7 +332,7 @@ int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
     if (mca_coll_offload_board_takes(m, alg, call.count * call.elem)) {
         return run_board(m, OFL_COLL_ALLREDUCE, &call, comm);
     }
-    return run(m, OFL_COLL_ALLREDUCE, allreduce_program(m, alg), &call, comm);
+    return run(m, OFL_COLL_ALLREDUCE, decide_allreduce_program(m, alg), &call, comm);
 }
 
 static int reduce_impl(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
@@ -574,18 +353,18 @@ static int reduce_impl(const void *sbuf, void *rbuf, int count, struct ompi_data
         if (MPI_SUCCESS != rc) {
             return rc;
         }
-        fallback_note(OFL_COLL_REDUCE, R_POLICY, bytes, comm);
+        decide_fallback_note(OFL_COLL_REDUCE, R_POLICY, bytes, comm);
         return m->below.reduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op), root,
                               comm, m->below.reduce_module);
     }
     ofl_call_t call = { 0 };
     ofl_alg_t alg = OFL_ALG_FALLBACK;
-    int reason = check_reduction(m, OFL_COLL_REDUCE, dtype, op, count, &call, &alg);
+    int reason = decide_check_reduction(m, OFL_COLL_REDUCE, dtype, op, count, &call, &alg);
     if (R_POLICY == reason && ignore_policy) {
         reason = R_OFFLOAD;
     }
     int setup_rc;
-    if (R_OFFLOAD == reason && !ensure_ready(m, comm, &setup_rc)) {
+    if (R_OFFLOAD == reason && !decide_ensure_ready(m, comm, &setup_rc)) {
         if (OMPI_SUCCESS != setup_rc) {
             return setup_rc;
         }
@@ -603,7 +382,7 @@ static int reduce_impl(const void *sbuf, void *rbuf, int count, struct ompi_data
             mca_coll_offload_component.offloaded[OFL_COLL_REDUCE]++;
             return OMPI_SUCCESS;
         }
-        fallback_note(OFL_COLL_REDUCE, R_OFFLOAD == reason ? R_NIC : reason, bytes, comm);
+        decide_fallback_note(OFL_COLL_REDUCE, R_OFFLOAD == reason ? R_NIC : reason, bytes, comm);
         return m->below.reduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op), root,
                               comm, m->below.reduce_module);
     }
@@ -716,9 +495,9 @@ int mca_coll_offload_bcast(void *buf, int count, struct ompi_datatype_t *dtype, 
     ofl_alg_t alg = OFL_ALG_FALLBACK;
     /* Only the byte size may decide: type signatures match across ranks but
      * layouts need not, so a non-contiguous layout is staged, not refused. */
-    int reason = check_size(OFL_COLL_BCAST, bytes, m->size, &alg);
+    int reason = decide_check_size(OFL_COLL_BCAST, bytes, m->size, &alg);
     int setup_rc;
-    if (R_OFFLOAD == reason && !ensure_ready(m, comm, &setup_rc)) {
+    if (R_OFFLOAD == reason && !decide_ensure_ready(m, comm, &setup_rc)) {
         if (OMPI_SUCCESS != setup_rc) {
             return setup_rc;
         }
@@ -737,7 +516,7 @@ int mca_coll_offload_bcast(void *buf, int count, struct ompi_datatype_t *dtype, 
             mca_coll_offload_component.offloaded[OFL_COLL_BCAST]++;
             return OMPI_SUCCESS;
         }
-        fallback_note(OFL_COLL_BCAST, R_OFFLOAD == reason ? R_NIC : reason, bytes, comm);
+        decide_fallback_note(OFL_COLL_BCAST, R_OFFLOAD == reason ? R_NIC : reason, bytes, comm);
         return m->below.bcast(buf, count, dtype, root, comm, m->below.bcast_module);
     }
     ofl_call_t call = { .fn = NULL, .elem = 1, .count = bytes, .sig = sig,
@@ -750,7 +529,7 @@ int mca_coll_offload_bcast(void *buf, int count, struct ompi_datatype_t *dtype, 
         ptrdiff_t true_lb = 0, true_extent = 0;
         ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
         call.send = call.recv = (char *) buf + true_lb;
-        return run(m, OFL_COLL_BCAST, bcast_program(m, alg, root), &call, comm);
+        return run(m, OFL_COLL_BCAST, decide_bcast_program(m, alg, root), &call, comm);
     }
     if (m->pack_bytes < bytes) {
         void *p = NULL;
@@ -773,7 +552,7 @@ int mca_coll_offload_bcast(void *buf, int count, struct ompi_datatype_t *dtype, 
                                           OMPI_ERROR);
     }
     call.send = call.recv = m->pack;
-    int rc = run(m, OFL_COLL_BCAST, bcast_program(m, alg, root), &call, comm);
+    int rc = run(m, OFL_COLL_BCAST, decide_bcast_program(m, alg, root), &call, comm);
     if (OMPI_SUCCESS == rc && m->rank != root
         && 0 != mca_coll_offload_stage(m->pack, buf, count, dtype, bytes, 0)) {
         return OMPI_ERROR;
@@ -788,7 +567,7 @@ int mca_coll_offload_barrier(struct ompi_communicator_t *comm, mca_coll_base_mod
                                     0, m->size);
     int reason = OFL_ALG_FALLBACK == alg ? R_POLICY : R_OFFLOAD;
     int setup_rc;
-    if (R_OFFLOAD == reason && !ensure_ready(m, comm, &setup_rc)) {
+    if (R_OFFLOAD == reason && !decide_ensure_ready(m, comm, &setup_rc)) {
         if (OMPI_SUCCESS != setup_rc) {
             return setup_rc;
         }
@@ -802,7 +581,7 @@ int mca_coll_offload_barrier(struct ompi_communicator_t *comm, mca_coll_base_mod
         if (MPI_SUCCESS != rc) {
             return rc;
         }
-        fallback_note(OFL_COLL_BARRIER, R_OFFLOAD == reason ? R_NIC : reason, 0, comm);
+        decide_fallback_note(OFL_COLL_BARRIER, R_OFFLOAD == reason ? R_NIC : reason, 0, comm);
         return m->below.barrier(comm, m->below.barrier_module);
     }
     ofl_call_t call = { .send = NULL, .recv = NULL, .fn = NULL, .elem = 1, .count = 0,
@@ -810,5 +589,5 @@ int mca_coll_offload_barrier(struct ompi_communicator_t *comm, mca_coll_base_mod
     if (mca_coll_offload_board_takes(m, alg, 0)) {
         return run_board(m, OFL_COLL_BARRIER, &call, comm);
     }
-    return run(m, OFL_COLL_BARRIER, barrier_program(m, alg), &call, comm);
+    return run(m, OFL_COLL_BARRIER, decide_barrier_program(m, alg), &call, comm);
 }

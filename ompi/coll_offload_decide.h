@@ -1,0 +1,126 @@
+/*
+ * coll/offload — the offload/fallback decision, shared by every entry point
+ * (blocking, nonblocking, persistent): the per-call checks are inline here, on
+ * the path of every small call; what runs once per call kind or set-up is in
+ * coll_offload_decide.c.
+ *
+ * Every decision depends only on arguments MPI requires to be the same on all
+ * ranks (op, datatype, count for reductions; the byte size for bcast), on MCA
+ * values, and on the communicator's agreed state, so every rank of a call takes
+ * the same path.
+ */
+#ifndef MCA_COLL_OFFLOAD_DECIDE_H
+#define MCA_COLL_OFFLOAD_DECIDE_H
+
+#include "coll_offload.h"
+
+/* Every blocking fallback passes here, tiny reduces and bcasts included: the
+ * count in place, the call out only to explain it. */
+static inline void decide_fallback_note(ofl_coll_t coll, int reason, size_t bytes,
+                                        struct ompi_communicator_t *comm)
+{
+    mca_coll_offload_component_t *c = &mca_coll_offload_component;
+    if (OPAL_UNLIKELY(c->params.verbose >= 10)) {
+        mca_coll_offload_note(OFL_KIND_BLOCKING, coll, reason, bytes, comm);
+        return;
+    }
+    c->fallback[coll]++;
+}
+
+/* A nonblocking call never sets the NIC up: set-up is collective and blocking,
+ * and ranks may start nonblocking collectives on several communicators in
+ * different orders (MPI allows it), so waiting in one would deadlock. Until a
+ * blocking collective or a persistent init has set it up, they fall back. */
+static inline int decide_nb_ready(mca_coll_offload_module_t *m)
+{
+    ofl_mod_state_t st = __atomic_load_n(&m->state, __ATOMIC_RELAXED);
+    return OFL_MOD_READY == st ? OFL_R_OFFLOAD : OFL_MOD_UNSET == st ? OFL_R_UNSET : OFL_R_NIC;
+}
+
+/* Lazy, collective set-up at the first offloaded call; same outcome on all ranks.
+ * 1: offload; 0: fall back, or return *rc when it is an error (this rank could
+ * not learn the outcome: falling back alone would leave the others waiting). */
+static inline int decide_ensure_ready(mca_coll_offload_module_t *m,
+                                      struct ompi_communicator_t *comm, int *rc)
+{
+    *rc = OMPI_SUCCESS;
+    if (OPAL_LIKELY(OFL_MOD_READY == m->state)) {
+        return 1;
+    }
+    if (OFL_MOD_UNSET == m->state) {
+        *rc = mca_coll_offload_setup(m, comm);
+    }
+    return OFL_MOD_READY == m->state;
+}
+
+/* The hard size cap, then the per-size policy. */
+static inline int decide_check_size(ofl_coll_t coll, size_t bytes, int ranks, ofl_alg_t *alg)
+{
+    const mca_coll_offload_params_t *p = &mca_coll_offload_component.params;
+    if (bytes > p->max_bytes[coll]) {
+        return OFL_R_SIZE;
+    }
+    *alg = ofl_policy_pick(&p->policy[coll], bytes, ranks);
+    return OFL_ALG_FALLBACK == *alg ? OFL_R_POLICY : OFL_R_OFFLOAD;
+}
+
+/* The ALU kernel for (dtype, op). The last successful mapping is kept per
+ * module: applications repeat the same pair, and only predefined datatypes and
+ * intrinsic ops ever map, objects that live as long as MPI does. */
+static inline int decide_map(mca_coll_offload_module_t *m, struct ompi_datatype_t *dtype,
+                             struct ompi_op_t *op, ofl_call_t *call)
+{
+    if (OPAL_LIKELY(dtype == m->map_dtype && op == m->map_op)) {
+        call->fn = m->map_fn;
+        call->elem = m->map_elem;
+        return 0;
+    }
+    int reason = mca_coll_offload_map(dtype, op, &call->fn, &call->elem);
+    if (0 == reason) {
+        m->map_dtype = dtype;
+        m->map_op = op;
+        m->map_fn = call->fn;
+        m->map_elem = call->elem;
+    }
+    return reason;
+}
+
+static inline int decide_check_reduction(mca_coll_offload_module_t *m, ofl_coll_t coll,
+                                         struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                         int count, ofl_call_t *call, ofl_alg_t *alg)
+{
+    int reason = decide_map(m, dtype, op, call);
+    if (0 != reason) {
+        return reason;
+    }
+    call->count = count > 0 ? (size_t) count : 0;
+    return decide_check_size(coll, call->count * call->elem, m->size, alg);
+}
+
+static inline const ofl_program_t *decide_allreduce_program(mca_coll_offload_module_t *m,
+                                                            ofl_alg_t alg)
+{
+    if ((OFL_ALG_EXCHANGE == alg || OFL_ALG_BOARD == alg) && m->allreduce_x.ndesc > 0) {
+        return &m->allreduce_x;
+    }
+    if (OFL_ALG_SPLIT == alg && m->allreduce_s.ndesc > 0) {
+        return &m->allreduce_s;
+    }
+    return &m->allreduce;
+}
+
+static inline const ofl_program_t *decide_bcast_program(mca_coll_offload_module_t *m,
+                                                        ofl_alg_t alg, int root)
+{
+    return (OFL_ALG_GET == alg && m->single_copy) ? &m->bcast_get[root] : &m->bcast[root];
+}
+
+static inline const ofl_program_t *decide_barrier_program(mca_coll_offload_module_t *m,
+                                                          ofl_alg_t alg)
+{
+    return ((OFL_ALG_EXCHANGE == alg || OFL_ALG_BOARD == alg) && m->barrier_x.ndesc > 0)
+               ? &m->barrier_x
+               : &m->barrier;
+}
+
+#endif
