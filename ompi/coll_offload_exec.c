@@ -1,0 +1,216 @@
+/*
+ * coll/offload — what every entry point does around a call that runs: the
+ * report of a call that failed (and what the communicator is left with), the
+ * refusal on a communicator whose ranks' calls differed, the agreement a
+ * fallback waits for (every rank's record of the call), marking the
+ * communicator failed from one rank, and staging non-contiguous data.
+ */
+#include "coll_offload.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "ompi/datatype/ompi_datatype.h"
+#include "opal/datatype/opal_convertor.h"
+#include "opal/util/output.h"
+
+void mca_coll_offload_report(mca_coll_offload_module_t *m, const char *what,
+                             struct ompi_communicator_t *comm, ofl_wait_status_t st, int peer,
+                             int cnt, uint64_t have, int64_t need, int error)
+{
+    mca_coll_offload_component_t *c = &mca_coll_offload_component;
+    if (OFL_WAIT_MISMATCH == st) {
+        int a = m->rank, b = peer;
+        uint64_t sig_a = 0, sig_b = 0;
+        char diff[96] = "arguments";
+        m->nic.base.ops->mismatched(&m->nic.base, &a, &sig_a, &b, &sig_b);
+        if (0 != sig_a && 0 != sig_b) {
+            ofl_sig_describe(sig_a, sig_b, diff, sizeof(diff));
+        }
+        opal_output(0,
+                    "coll:offload: %s on communicator %s (cid %u) rank %d: argument mismatch "
+                    "between ranks %d and %d (%s differ: an erroneous program); returning "
+                    "MPI_ERR_ARG; later collectives on this communicator fail",
+                    what, comm->c_name, OFL_COMM_CID(comm), m->rank, a < b ? a : b,
+                    a < b ? b : a, diff);
+    } else if (OFL_WAIT_FAILED == st && -EPROTO == error) {
+        opal_output(0,
+                    "coll:offload: %s on communicator %s (cid %u) rank %d: a value a peer "
+                    "wrote into the communicator's NIC (a counter, reference, board line or "
+                    "the poison mark) is out of range: corrupt shared state; returning "
+                    "MPI_ERR_OTHER",
+                    what, comm->c_name, OFL_COMM_CID(comm), m->rank);
+    } else if (OFL_WAIT_FAILED == st) {
+        opal_output(0,
+                    "coll:offload: %s on communicator %s (cid %u) rank %d: reading a peer's "
+                    "memory failed (%s); returning MPI_ERR_OTHER",
+                    what, comm->c_name, OFL_COMM_CID(comm), m->rank, strerror(-error));
+    } else if (OFL_WAIT_PEER_DEAD == st && NULL != m->nic.mem
+               && m->nic.base.ops->peer_alive(&m->nic.base, peer)) {
+        /* Marked failed by a rank that lives: a failure on its side (its own
+         * message says which), after which it cannot take part any more. */
+        opal_output(0,
+                    "coll:offload: %s on communicator %s (cid %u): rank %d of that "
+                    "communicator failed on its side and gave up the communicator; returning "
+                    "MPI_ERR_OTHER",
+                    what, comm->c_name, OFL_COMM_CID(comm), peer);
+    } else if (OFL_WAIT_PEER_DEAD == st) {
+        opal_output(0,
+                    "coll:offload: %s on communicator %s (cid %u): rank %d of that "
+                    "communicator is gone (its process exited); returning MPI_ERR_OTHER",
+                    what, comm->c_name, OFL_COMM_CID(comm), peer);
+    } else {
+        opal_output(0,
+                    "coll:offload: %s on communicator %s (cid %u) rank %d: watchdog: "
+                    "waited more than %.3g s; still missing rank %d (%s counter %llu of %lld); "
+                    "returning MPI_ERR_OTHER",
+                    what, comm->c_name, OFL_COMM_CID(comm), m->rank, c->params.watchdog, peer,
+                    cnt / OFL_CHANNELS == OFL_CNT_DATA ? "data" : "credit",
+                    (unsigned long long) have, (long long) need);
+    }
+}
+
+int mca_coll_offload_refuse(mca_coll_offload_module_t *m, const char *what,
+                            struct ompi_communicator_t *comm)
+{
+    int a = -1, b = -1;
+    uint64_t sig_a, sig_b;
+    m->nic.base.ops->mismatched(&m->nic.base, &a, &sig_a, &b, &sig_b);
+    opal_output(0,
+                "coll:offload: %s on communicator %s (cid %u) rank %d: refused: an earlier "
+                "collective on this communicator had mismatched arguments (ranks %d and %d); "
+                "returning MPI_ERR_OTHER",
+                what, comm->c_name, OFL_COMM_CID(comm), m->rank, a < b ? a : b, a < b ? b : a);
+    return MPI_ERR_OTHER;
+}
+
+typedef struct {
+    mca_coll_offload_module_t *m;
+    uint64_t sig;
+    uint64_t callno;
+    int next;      /* the lowest peer not known to have recorded the call */
+    int bad;       /* a peer whose record differs */
+} agree_t;
+
+static int agree_poll(void *ctx)
+{
+    agree_t *a = ctx;
+    ofl_nic_t *nic = &a->m->nic.base;
+    for (; a->next < nic->size; ++a->next) {
+        uint64_t theirs = 0;
+        if (a->next == nic->rank) {
+            continue;
+        }
+        uint64_t n = nic->ops->recorded(nic, a->next, a->callno, &theirs);
+        if (n < a->callno) {
+            return 0;
+        }
+        if (n == a->callno && theirs != a->sig) {
+            nic->ops->mismatch(nic, nic->rank, a->sig, a->next, theirs);
+            a->bad = a->next;
+            return -1;
+        }
+    }
+    return 1;
+}
+
+static ofl_wait_status_t agree_check(void *ctx, double waited_s, double timeout_s, int *peer)
+{
+    agree_t *a = ctx;
+    ofl_nic_t *nic = &a->m->nic.base;
+    if (ofl_sig_check(nic, a->sig, a->callno, peer)) {
+        return OFL_WAIT_MISMATCH;
+    }
+    int dead = nic->ops->poisoned(nic);
+    if (dead >= 0) {
+        *peer = dead;
+        return OFL_WAIT_PEER_DEAD;
+    }
+    if (a->next < nic->size && !nic->ops->peer_alive(nic, a->next)) {
+        nic->ops->poison(nic, a->next);
+        *peer = a->next;
+        return OFL_WAIT_PEER_DEAD;
+    }
+    if (timeout_s > 0 && waited_s > timeout_s) {
+        *peer = a->next;
+        return OFL_WAIT_TIMEOUT;
+    }
+    return OFL_WAIT_OK;
+}
+
+int mca_coll_offload_agree(mca_coll_offload_module_t *m, const char *what, uint64_t sig,
+                           int64_t callno, int reason, size_t bytes,
+                           struct ompi_communicator_t *comm)
+{
+    if (callno < 0) {
+        return mca_coll_offload_refuse(m, what, comm);
+    }
+    if (0 == callno) {
+        return MPI_SUCCESS;
+    }
+    int above = mca_coll_offload_component.params.agree_above;
+    if (above < 0 || (OFL_R_POLICY == reason && bytes <= (size_t) above)) {
+        int a, b;
+        uint64_t sig_a, sig_b;
+        if (OPAL_UNLIKELY(m->nic.base.ops->mismatched(&m->nic.base, &a, &sig_a, &b, &sig_b))) {
+            /* a peer found one since: this rank's calls are no longer the others' */
+            __atomic_store_n(&m->state, OFL_MOD_BROKEN, __ATOMIC_RELAXED);
+            return mca_coll_offload_refuse(m, what, comm);
+        }
+        return MPI_SUCCESS;
+    }
+    agree_t a = { .m = m, .sig = sig, .callno = (uint64_t) callno, .next = 0, .bad = -1 };
+    int peer = -1;
+    ofl_wait_status_t st = ofl_wait_loop(agree_poll, agree_check, &a, &m->wait_opts, &peer);
+    if (OPAL_LIKELY(OFL_WAIT_OK == st)) {
+        return MPI_SUCCESS;
+    }
+    if (OFL_WAIT_FAILED == st) {
+        st = OFL_WAIT_MISMATCH;
+        peer = a.bad;
+    }
+    __atomic_store_n(&m->state, OFL_WAIT_MISMATCH == st ? OFL_MOD_BROKEN : OFL_MOD_DISABLED,
+                     __ATOMIC_RELAXED);
+    mca_coll_offload_report(m, what, comm, st, peer, OFL_CNT_DATA * OFL_CHANNELS, 0, 0, 0);
+    return OFL_WAIT_MISMATCH == st ? MPI_ERR_ARG : MPI_ERR_OTHER;
+}
+
+int mca_coll_offload_fail_here(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
+                               const char *what, const char *why, int rc)
+{
+    opal_output(0,
+                "coll:offload: %s on communicator %s (cid %u) rank %d: %s; the communicator "
+                "is marked failed (the other ranks' calls on it fail too) and falls back from "
+                "now on",
+                what, comm->c_name, OFL_COMM_CID(comm), m->rank, why);
+    ofl_softnic_poison_self(&m->nic);
+    __atomic_store_n(&m->state, OFL_MOD_DISABLED, __ATOMIC_RELAXED);
+    return rc;
+}
+
+/* Pack or unpack a non-contiguous bcast buffer through a staging area.
+ * Returns 0, or -1 when the convertor fails. */
+int mca_coll_offload_stage(void *stage, void *buf, int count, struct ompi_datatype_t *dtype,
+                           size_t bytes, int pack)
+{
+    opal_convertor_t conv;
+    OBJ_CONSTRUCT(&conv, opal_convertor_t);
+    int rc;
+    if (pack) {
+        rc = opal_convertor_copy_and_prepare_for_send(ompi_mpi_local_convertor, &dtype->super,
+                                                      (size_t) count, buf, 0, &conv);
+    } else {
+        rc = opal_convertor_copy_and_prepare_for_recv(ompi_mpi_local_convertor, &dtype->super,
+                                                      (size_t) count, buf, 0, &conv);
+    }
+    if (OPAL_SUCCESS == rc) {
+        struct iovec iov = { .iov_base = stage, .iov_len = bytes };
+        uint32_t niov = 1;
+        size_t max = bytes;
+        rc = pack ? opal_convertor_pack(&conv, &iov, &niov, &max)
+                  : opal_convertor_unpack(&conv, &iov, &niov, &max);
+        rc = (rc >= 0 && max == bytes) ? 0 : -1;
+    }
+    OBJ_DESTRUCT(&conv);
+    return rc;
+}
