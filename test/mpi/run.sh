@@ -289,6 +289,10 @@ if [ "${SUITE:-node}" = quick ]; then
     run t_nb_mt 2 "" $expect
     # shellcheck disable=SC2086
     run t_stress 4 "" --comm-cycles 2000 $expect
+    # Reproducible sums: exact, and the bytes of the node suite's runs (the hash is
+    # a function of the data alone, the same under every Open MPI version).
+    run t_repsum 3 "--mca coll_offload_repsum 1" world
+    run t_repsum 4 ""
     if [ "$EXPECT_OFFLOAD" = 1 ]; then
         TEST_TIMEOUT=60 ALLOW_RC=1 run t_fault 3 "--mca coll_offload_watchdog 0.5" watchdog
     fi
