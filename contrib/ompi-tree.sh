@@ -32,7 +32,27 @@ cp "$top"/ompi/*.[ch] "$dest/ompi/"
 # Not opal-glue/compat/: it stands in for a header Debian's devel package omits,
 # which an Open MPI source tree has.
 cp "$top"/opal-glue/*.[ch] "$dest/opal-glue/"
-cp "$top/contrib/ompi-tree/Makefile.am" "$top/contrib/ompi-tree/configure.m4" "$dest/"
+cp "$top/contrib/ompi-tree/configure.m4" "$dest/"
+
+# The words of an automake variable's value (continuation lines joined).
+am_words() {
+    sed -n "/^$2 *=/,/[^\\]\$/p" "$1" | sed "s/^$2 *=//" | sed 's/\\$//' |
+        tr -s ' \t' '\n\n' | grep -v '^$'
+}
+# A sorted list as a Makefile.am value: one word a line, continued.
+am_value() {
+    sort -u | sed 's/^/    /; s/$/ \\/' | sed '$ s/ \\$//'
+}
+# What the stand-alone build compiles, and every header (some are in no list).
+core=$( { am_words "$top/src/Makefile.am" libofl_la_SOURCES | sed 's|^|src/|'
+          (cd "$dest" && find src -name '*.h'); } | am_value)
+component=$( { am_words "$top/ompi/Makefile.am" mca_coll_offload_la_SOURCES |
+               sed 's|^\.\./opal-glue/|opal-glue/|; t; s|^|ompi/|'
+               (cd "$dest" && find ompi opal-glue -name '*.h'); } | am_value)
+[ -n "$core" ] && [ -n "$component" ] || { echo "$0: no source lists" >&2; exit 1; }
+awk -v core="$core" -v comp="$component" \
+    '{ sub(/@CORE_SOURCES@/, "\\\n" core); sub(/@COMPONENT_SOURCES@/, "\\\n" comp); print }' \
+    "$top/contrib/ompi-tree/Makefile.am" > "$dest/Makefile.am"
 
 # Open MPI's autogen.pl lists component owners; the file is optional but keeps
 # its report complete.
