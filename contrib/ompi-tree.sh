@@ -8,7 +8,9 @@
 # configure: make -C ompi/mca/coll/offload).
 #
 # Usage: contrib/ompi-tree.sh OMPI_SRC_DIR
-# A second run replaces the copy (so edits belong in this repository, not there).
+# A second run replaces the copy (edits belong in this repository, not there);
+# then run autogen.pl and configure again: Open MPI's make cannot remake its
+# configure by itself.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 
