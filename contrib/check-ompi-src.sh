@@ -104,7 +104,7 @@ config_h_differences() {
 build_repo_copy() {
     name=$1
     shift
-    rm -rf "$work/$name" "$work/$name-inst"
+    rm -rf "${work:?}/$name" "$work/$name-inst"
     mkdir -p "$work/$name"
     (cd "$top" && git ls-files -z | tar --null -T - -cf -) | tar -xf - -C "$work/$name"
     run "$name-build" sh -c "cd '$work/$name' && ./autogen.sh && ./configure \
@@ -166,7 +166,8 @@ check_src() {
         echo "$diffs"
         bad "opal_config.h differs from the installed one"
     fi
-    build_repo_copy with-src "--with-ompi-src='$a'" || { bad "component build --with-ompi-src"; return; }
+    build_repo_copy with-src "--with-ompi-src='$a'" ||
+        { bad "component build --with-ompi-src"; return; }
     deps=$(ls "$work"/with-src/ompi/.deps/*.Plo)
     if grep -q "$installed_inc" $deps; then
         bad "a component object includes installed headers: $(grep -l "$installed_inc" $deps)"
@@ -187,7 +188,8 @@ check_tree() {
     cp -a "$work/pristine" "$b"
     sh "$top/contrib/ompi-tree.sh" "$b" || { bad "ompi-tree.sh"; return; }
     run ompi-tree-autogen sh -c "cd '$b' && ./autogen.pl --force" || { bad "autogen.pl"; return; }
-    grep -q 'ompi / coll / offload' "$work/ompi-tree-autogen.log" || say "note: autogen.pl did not report the coll/offload component"
+    grep -q 'ompi / coll / offload' "$work/ompi-tree-autogen.log" ||
+        say "note: autogen.pl did not report the coll/offload component"
     run ompi-tree-configure debian_configure "$b" || { bad "Open MPI configure"; return; }
     # FULL=1: all of Open MPI, as upstream would (an hour or more on two busy cores).
     if [ "${FULL:-0}" = 1 ]; then
