@@ -14,8 +14,10 @@ san="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-poin
 cflags="-g -O1 -std=c11 -D_GNU_SOURCE -I$src -I$here $san"
 objs=""
 # The code under test: instrumented for coverage (fuzzer-no-link) and sanitizers.
-for f in alu/alu tree/tree sched/sched sched/policy engine/engine engine/board nic/softnic \
-         nic/ofi nic/ofi_native; do
+# The core's sources as src/Makefile.am lists them for libofl (one list to keep).
+core=$(sed -n '/^libofl_la_SOURCES/,/^$/p' "$src/Makefile.am" | grep -o '[a-z_/]*\.c' | sed 's/\.c$//')
+[ -n "$core" ] || { echo "no sources found in $src/Makefile.am"; exit 1; }
+for f in $core; do
     o="$out/obj/$(echo "$f" | tr / _).o"
     if [ ! -f "$o" ] || [ "$src/$f.c" -nt "$o" ] || [ -n "$(find "$src" -name '*.h' -newer "$o")" ]; then
         $CC $cflags -fsanitize=fuzzer-no-link -c -o "$o" "$src/$f.c"
