@@ -57,6 +57,8 @@ SELECTIONS = {
     # The same components: named for what serves nonblocking calls there.
     "libnbc": ["--mca", "coll", "tuned," + FALLBACK],
     "sm": ["--mca", "coll", "sm,tuned," + FALLBACK, "--mca", "coll_sm_priority", "100"],
+    # Open MPI's hierarchical component (4.1 and 5.0), in front of tuned.
+    "han": ["--mca", "coll", "han,tuned," + FALLBACK, "--mca", "coll_han_priority", "100"],
     # offload with its progress agent in the real-time class (coll_offload_agent_preempt=2)
     "offload-rt": ["--mca", "coll", "offload,tuned," + FALLBACK,
                    "--mca", "coll_offload_agent_preempt", "2"],
@@ -67,6 +69,7 @@ STYLE = {
     "tuned": ("tab:blue", "s"),
     "libnbc": ("tab:purple", "D"),
     "sm": ("tab:green", "^"),
+    "han": ("tab:purple", "D"),
     "offload-rt": ("tab:orange", "v"),
     "offload-base": ("tab:gray", "x"),
 }
