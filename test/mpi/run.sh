@@ -322,7 +322,8 @@ run t_leak 2 ""
 run t_leak 4 ""
 # Nonblocking and persistent collectives, the progress agent, two threads.
 # t_nb's path checks expect every call it makes offloaded: policies without the
-# fallback ranges of the defaults (tiny reduce/bcast), bcast by reference above 32k.
+# fallback ranges of the defaults (reduce 512k-1m, bcast 128k-256k), bcast by
+# reference above 32k.
 NB_POLICY="--mca coll_offload_reduce_policy tree --mca coll_offload_bcast_policy tree:32k,get"
 for np in 2 3 4; do
     # shellcheck disable=SC2086
@@ -369,12 +370,15 @@ TEST_TIMEOUT=180 run t_stress 4 "" --threads 4 --comms 4 --iters 1500 $expect
 TEST_TIMEOUT=240 run t_stress 4 "" --soak 60 $expect
 # shellcheck disable=SC2086
 TEST_TIMEOUT=180 run t_stress 3 "" --soak 30 $expect
-# Tiny reduces and bcasts on the board (the policies' board entries): right
-# answers, and offloaded (counters).
-board_small="--mca coll_offload_reduce_policy board:64,tree:16k,fallback:512k,tree"
-board_small="$board_small --mca coll_offload_bcast_policy board:128,tree:16k,get:64k,fallback:256k,get"
+# Tiny reduces and bcasts handed to the fallback (small fallback entries in their
+# policies, which the defaults run on the board): right answers there too, and
+# 8/16-bit sums wrapped (t_wrap, without --mca op ^avx).
+tiny_fallback="--mca coll_offload_reduce_policy fallback:64,tree:16k,fallback:512k,tree"
+tiny_fallback="$tiny_fallback --mca coll_offload_bcast_policy fallback:128,tree:16k,get:64k,fallback:256k,get"
 # shellcheck disable=SC2086
-run t_coll 3 "$board_small" --quick $expect
+run t_coll 3 "$tiny_fallback" --quick $expect
+# shellcheck disable=SC2086
+COLL_SELECTION=$(echo "$COLL_SELECTION" | sed 's/--mca op \^avx//') run t_wrap 3 "$tiny_fallback" $expect
 # Reproducible sums: the same global data over np 1..8, every allreduce policy,
 # reduce trees of several shapes and radices, the layer below: every result the
 # exact sum (t_repsum checks in-process), and the same bytes in every run (the
@@ -403,7 +407,7 @@ for tree in "kary --mca coll_offload_reduce_radix 2" "knomial --mca coll_offload
 done
 run_repsum 4 "--mca coll_offload_reduce_policy fallback --mca coll_offload_agent 0"
 # shellcheck disable=SC2086
-run_repsum 3 "$board_small"
+run_repsum 3 "$tiny_fallback"
 if [ "$repsum_bad" = 0 ]; then
     total_pass=$((total_pass + 1))
 else
@@ -419,10 +423,11 @@ if [ "$EXPECT_OFFLOAD" = 1 ]; then
         TEST_TIMEOUT=60 run t_mismatch "$np" ""
     done
     TEST_TIMEOUT=90 run t_mismatch 9 "" --quick
-    TEST_TIMEOUT=60 run t_mismatch 3 "--mca coll_offload_agree_above 0" --tiny
-    # Tiny reduces and bcasts on the board instead of the fallback: the same
-    # mismatches found with the default agreement threshold.
-    TEST_TIMEOUT=60 run t_mismatch 3 "$board_small" --tiny
+    # Tiny calls: the default policies run tiny reduces and bcasts on the board,
+    # where a mismatch is found like any other; handed to the fallback, only the
+    # agreement of every blocking fallback (agree_above 0) finds it.
+    TEST_TIMEOUT=60 run t_mismatch 3 "" --tiny
+    TEST_TIMEOUT=60 run t_mismatch 3 "--mca coll_offload_agree_above 0 $tiny_fallback" --tiny
     # A peer killed mid-collective and a late peer under the watchdog: the
     # others must return an error, not hang. The job itself ends abnormally
     # (a rank is gone, survivors cannot finalize), so mpirun's status is moot.
