@@ -294,6 +294,7 @@ static void reset_call(sim_t *s, int c)
             memset(rk->recv, 0xA5, msg);
         }
         rk->exec_free = 0.0;
+        rk->recv_unit_free = 0.0;
         rk->finish = -1.0;
         for (int st = 0; st < rk->nstages; ++st) {
             if (rk->stage[st]) {

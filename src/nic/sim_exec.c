@@ -1,9 +1,9 @@
 /*
  * coll/offload — the executors in virtual time. After the engine fired what the
  * counters allowed at a rank, the descriptors it fired are replayed from the
- * program to charge each its time on the rank's executor (the NIC, or the host
- * CPU) and to send its bumps as packets. An arriving packet moves its counter and
- * costs the receiving executor its handling.
+ * program to charge each its time on the rank's executor (the NIC's send unit, or
+ * the host CPU) and to send its bumps as packets. An arriving packet moves its
+ * counter when the receiver has taken it in: the NIC's receive unit, or the host.
  */
 #include "nic/sim_internal.h"
 
@@ -22,16 +22,19 @@ static double seg_bytes(const sim_t *s, const ofl_inst_t *inst, uint32_t seg)
     return (double) (cnt * inst->elem) * s->run->byte_scale;
 }
 
-/* Executor time of one fired descriptor, before its packets: a combining one
- * passes every operand but the first through the ALU. */
+/* Executor time of one fired descriptor, before its packets. The host combines
+ * all its operands when the descriptor runs. The NIC's receive unit has already
+ * folded every arriving operand into its intermediate result (sim_arrive), so a
+ * combining descriptor costs one ALU pass more: that result with the rank's own
+ * operand (seed 003, §3.2 and Fig. 3). */
 static double desc_cost(sim_t *s, sim_rank_t *r, int host, const ofl_desc_t *d, double bytes)
 {
     const ofl_sim_model_t *m = s->m;
-    double alu = d->n_in >= 2 && d->n_out > 0 ? (d->n_in - 1) * bytes : 0.0;
+    int combines = d->n_in >= 2 && d->n_out > 0;
     if (!host) {
-        return m->nic_desc_us + alu / m->nic_alu_bw;
+        return m->nic_desc_us + (combines ? bytes / m->nic_alu_bw : 0.0);
     }
-    double cost = m->host_desc_us + alu / m->host_alu_bw;
+    double cost = m->host_desc_us + (combines ? (d->n_in - 1) * bytes / m->host_alu_bw : 0.0);
     if (m->noise_prob > 0 && sim_uniform(&r->rng) < m->noise_prob) {
         cost += -m->noise_us * log(sim_uniform(&r->rng));
     }
@@ -151,19 +154,33 @@ void sim_post(sim_t *s, sim_nic_t *n, int stage, double t)
     step(s, n, t);
 }
 
-/* A packet is at its receiver: its counter moves, and the receiver handles it (a
- * counter update on the NIC, the messaging stack on the host). */
+/* A packet is at its receiver. On the NIC the receive unit takes packets in, one
+ * after the other, beside the send unit (seed 003, Fig. 1): parsing the header and
+ * passing the payload through the ALU into the intermediate result (Fig. 3, steps
+ * 1-4); the counter moves when that is done. On the host the CPU's messaging stack
+ * handles the packet between its descriptors. */
 void sim_arrive(sim_t *s, sim_event_t ev)
 {
     const ofl_sim_model_t *m = s->m;
     sim_rank_t *r = &s->ranks[ev.nic->global];
+    int host = ev.nic->group->host;
+    if (!host && !ev.received) {
+        double start = ev.t > r->recv_unit_free ? ev.t : r->recv_unit_free;
+        r->recv_unit_free = start + m->nic_pkt_us + ev.bytes / m->nic_alu_bw;
+        ev.t = r->recv_unit_free;
+        ev.received = 1;
+        sim_ev_push(s, ev);
+        return;
+    }
     s->events++;
     sim_peer_t *p = &ev.nic->peers[ev.peer];
     uint64_t *ctr = OFL_CNT_DATA == ev.cnt ? &p->data[ev.chan] : &p->credit[ev.chan];
     if (ev.value > *ctr) {
         *ctr = ev.value;
     }
-    double busy = r->exec_free > ev.t ? r->exec_free : ev.t;
-    r->exec_free = busy + (ev.nic->group->host ? m->host_pkt_us : m->nic_pkt_us);
+    if (host) {
+        double busy = r->exec_free > ev.t ? r->exec_free : ev.t;
+        r->exec_free = busy + m->host_pkt_us;
+    }
     step(s, ev.nic, ev.t);
 }

@@ -66,7 +66,9 @@ typedef struct sim_group {
 typedef struct {
     void *send;
     void *recv;
-    double exec_free;                    /* the rank's executor is busy until then */
+    double exec_free;                    /* the rank's executor (offload: the NIC's send unit,
+                                            software: the host CPU) is busy until then */
+    double recv_unit_free;               /* offload: the NIC's receive unit is busy until then */
     double finish;                       /* the call returned at this rank */
     int nstages;
     sim_nic_t *stage[SIM_MAX_STAGES];
@@ -83,6 +85,8 @@ typedef struct {
     int cnt;
     int chan;
     uint64_t value;
+    double bytes;                        /* payload the packet carries (timing bytes) */
+    int received;                        /* offload: the receive unit has taken it in */
 } sim_event_t;
 
 typedef struct sim {

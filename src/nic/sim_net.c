@@ -103,6 +103,6 @@ void sim_send_packet(sim_t *s, sim_nic_t *n, const sim_bump_t *b, double t)
         return;
     }
     sim_event_t ev = { .t = arrive, .nic = dst, .peer = (int) (p - dst->peers), .cnt = b->cnt,
-                       .chan = b->chan, .value = b->item + 1 };
+                       .chan = b->chan, .value = b->item + 1, .bytes = bytes };
     sim_ev_push(s, ev);
 }
