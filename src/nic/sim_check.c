@@ -8,7 +8,8 @@
 
 void ofl_sim_value(ofl_type_t type, int r, size_t i, int c, void *out)
 {
-    uint64_t z = sim_mix64(sim_mix64(((uint64_t) (uint32_t) r << 32) ^ (uint64_t) i) ^ (uint64_t) c);
+    uint64_t key = ((uint64_t) (uint32_t) r << 32) ^ (uint64_t) i;
+    uint64_t z = sim_mix64(sim_mix64(key) ^ (uint64_t) c);
     switch (type) {
     case OFL_T_FLOAT: {
         float v = (float) ((int) (z % 201) - 100);
