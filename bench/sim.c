@@ -3,7 +3,8 @@
  *
  *   sim validate [--calls N] [--csv FILE [--png FILE]] [--quick]
  *                [--tree knomial|kary|flat] [--radix R] [--k K] [--noise PROB,US]
- *                [--host-pkt US]     (structure and model changes, for ablations)
+ *                [--host-pkt US] [--set PARAM=VALUE]...  (structure and model
+ *                changes, for ablations; PARAM: a field of ofl_sim_model_t)
  *       seed 003's tables 1-5 (allreduce 16-48 B of doubles, 16-256 nodes, one
  *       rank per node, k-ary n-tree): the NIC's and the host's per-descriptor
  *       time are fitted on the 16-node row only, the other rows are predicted;
@@ -12,7 +13,8 @@
  *       1k-64k ranks, 1 and 64 ranks per node, 8 B - 1 MiB: offload vs software,
  *       and the tree (kind, radix) that is fastest at each point.
  *   sim one --ranks N [--ppn P] [--bytes B] [--radix R] [--tree knomial|kary|flat]
- *           [--mode offload|software] [--hier] [--hwloc SYNTH] [--dragonfly]
+ *           [--mode offload|software] [--hier] [--hwloc SYNTH] [--dragonfly] [--tianhe]
+ *           [--set PARAM=VALUE]...
  *       one run; prints latency, events, memory and the wall time it took.
  *
  * Every simulated call's result is compared with the reference; any difference
@@ -22,6 +24,7 @@
 
 #include <hwloc.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +59,9 @@ static ofl_sim_model_t tianhe_model(void)
         .link_bw = 10000.0,      /* 80 Gbit/s of payload per link */
         .hop_lat_us = 0.10,      /* a switch's cut-through latency */
         .nic_desc_us = 1.0,      /* fitted */
-        .nic_pkt_us = 0.05,      /* packet build/parse in the NIC pipeline */
+        .nic_pkt_us = 1.0 / 150, /* one cycle at 150 MHz: a packet of <= 64 B (16 B header,
+                                    <= 48 B of data) is one beat of a datapath as wide as
+                                    the link needs (80 Gbit/s / 150 MHz = 67 B per cycle) */
         .nic_alu_bw = 1200.0,    /* one 64-bit operand per cycle at 150 MHz (FPGA) */
         .host_post_us = 0.5,     /* descriptors written over PCIe */
         .host_done_us = 0.5,     /* completion DMA to memory + the host's poll */
@@ -91,7 +96,50 @@ typedef struct {
     double noise_prob;   /* < 0: the model's */
     double noise_us;
     double host_pkt_us;  /* < 0: the model's */
+    const char *sets[16]; /* --set NAME=VALUE: model parameters changed by hand */
+    int nsets;
 } opts_t;
+
+/* Apply --noise, --host-pkt and the --set overrides to a model; -1 on an unknown
+ * parameter name. */
+static int apply_sets(const opts_t *o, ofl_sim_model_t *m)
+{
+    if (o->noise_prob >= 0) {
+        m->noise_prob = o->noise_prob;
+        m->noise_us = o->noise_us;
+    }
+    if (o->host_pkt_us >= 0) {
+        m->host_pkt_us = o->host_pkt_us;
+    }
+    static const struct {
+        const char *name;
+        size_t off;
+    } fields[] = {
+#define F(f) { #f, offsetof(ofl_sim_model_t, f) }
+        F(link_lat_us), F(link_bw), F(hop_lat_us), F(nic_desc_us), F(nic_pkt_us),
+        F(nic_alu_bw), F(host_post_us), F(host_done_us), F(host_desc_us), F(host_pkt_us),
+        F(host_wake_us), F(host_alu_bw), F(noise_prob), F(noise_us), F(shm_lat_us), F(shm_bw),
+#undef F
+    };
+    for (int i = 0; i < o->nsets; ++i) {
+        char name[64];
+        double v;
+        if (2 != sscanf(o->sets[i], "%63[^=]=%lf", name, &v)) {
+            fprintf(stderr, "sim: --set NAME=VALUE, not '%s'\n", o->sets[i]);
+            return -1;
+        }
+        size_t f = 0;
+        while (f < sizeof(fields) / sizeof(fields[0]) && strcmp(fields[f].name, name)) {
+            ++f;
+        }
+        if (f == sizeof(fields) / sizeof(fields[0])) {
+            fprintf(stderr, "sim: no model parameter '%s'\n", name);
+            return -1;
+        }
+        memcpy((char *) m + fields[f].off, &v, sizeof(v));
+    }
+    return 0;
+}
 
 static ofl_sim_run_t base_run(const opts_t *o, ofl_sim_mode_t mode, size_t bytes)
 {
@@ -195,12 +243,8 @@ static int cmd_validate(const opts_t *o)
     ofl_sim_model_t m = tianhe_model();
     ofl_sim_topo_t t = tianhe_topo();
     t.k = o->k;
-    if (o->noise_prob >= 0) {
-        m.noise_prob = o->noise_prob;
-        m.noise_us = o->noise_us;
-    }
-    if (o->host_pkt_us >= 0) {
-        m.host_pkt_us = o->host_pkt_us;
+    if (0 != apply_sets(o, &m)) {
+        return 2;
     }
     int ntables = o->quick ? 2 : 5;
     double nic = fit(&m, &m.nic_desc_us, &t, o, OFL_SIM_OFFLOAD, ntables);
@@ -237,9 +281,9 @@ static int cmd_validate(const opts_t *o)
                         paper_sw[table][row], sw, paper_off[table][row], off);
             }
             /* checks: the fitted row reproduced within 10%, every predicted cell
-             * within 20% (the goal, 15%, is counted apart), and the predicted
-             * advantage of offload growing with the machine */
-            double bound = row ? 20.0 : 10.0;
+             * within 15%, and the predicted advantage of offload growing with the
+             * machine */
+            double bound = row ? 15.0 : 10.0;
             int ok = fabs(esw) <= bound && fabs(eoff) <= bound;
             if (row > 0) {
                 ok &= sw / off > last_ratio;
@@ -463,6 +507,9 @@ static int cmd_one(int argc, char **argv, const opts_t *o)
             ++i;
         }
     }
+    if (0 != apply_sets(o, &m)) {
+        return 2;
+    }
     if (ranks % t.ppn) {
         fprintf(stderr, "sim: %d ranks are not a multiple of %d per node\n", ranks, t.ppn);
         return 2;
@@ -521,6 +568,8 @@ int main(int argc, char **argv)
                 fprintf(stderr, "sim: --noise PROB,US\n");
                 return 2;
             }
+        } else if (!strcmp(argv[i], "--set") && i + 1 < argc && o.nsets < 16) {
+            o.sets[o.nsets++] = argv[++i];
         } else if (!strcmp(argv[i], "--max-ranks") && i + 1 < argc) {
             o.max_ranks = atoi(argv[++i]);
         }

@@ -28,10 +28,14 @@ typedef struct {
     double link_lat_us;    /* one link, one way: cable, SerDes, link layer */
     double link_bw;        /* bytes per µs a link carries (= MB/s) */
     double hop_lat_us;     /* one switch traversal: routing, arbitration, crossbar */
-    /* the NIC, executor of offloaded programs */
+    /* the NIC, executor of offloaded programs: a send unit fires descriptors and
+     * builds their packets; beside it a receive unit takes arriving packets in, one
+     * after the other, passing their data through the ALU into an intermediate
+     * result, so that a combining descriptor needs one ALU pass more when it fires */
     double nic_desc_us;    /* per descriptor fired: trigger match, operand fetch */
-    double nic_pkt_us;     /* per packet sent or received: build/parse, counter update */
-    double nic_alu_bw;     /* bytes per µs the ALU combines (per operand after the first) */
+    double nic_pkt_us;     /* per packet built (send unit) or taken in (receive unit) */
+    double nic_alu_bw;     /* bytes per µs the ALU passes (an arriving packet's data; a
+                              combining descriptor's own operand) */
     /* the host */
     double host_post_us;   /* entering the call and posting its program */
     double host_done_us;   /* offload: from the NIC's last descriptor to the host's return */
