@@ -147,7 +147,9 @@ void ofl_repsum_to_double(double *out, const ofl_repsum_t *in, size_t count)
         uint64_t hi;
         u128 rest;
         element_value(&in[i], &neg, &hi, &rest, &x);
-        out[i] = ofl_rs_to_double(in[i].meta & FLAGS_MASK, neg, hi, rest, x);
+        int sticky;
+        u128 u = ofl_rs_join(hi, rest, &x, &sticky);
+        out[i] = ofl_rs_to_double(in[i].meta & FLAGS_MASK, neg, u, sticky, x);
     }
 }
 
@@ -158,7 +160,9 @@ void ofl_repsum_to_float(float *out, const ofl_repsum_t *in, size_t count)
         uint64_t hi;
         u128 rest;
         element_value(&in[i], &neg, &hi, &rest, &x);
-        out[i] = ofl_rs_to_float(in[i].meta & FLAGS_MASK, neg, hi, rest, x);
+        int sticky;
+        u128 u = ofl_rs_join(hi, rest, &x, &sticky);
+        out[i] = ofl_rs_to_float(in[i].meta & FLAGS_MASK, neg, u, sticky, x);
     }
 }
 

@@ -2,8 +2,9 @@
  * coll/offload — the one rounding of reproducible sums, shared by the binned
  * element (repsum.c) and the two-pass wide integer form (repsum_wide.c).
  *
- * Both forms end with the same exact value: an integer magnitude hi 2^2W + rest
- * (rest < 2^2W) times 2^x, a sign, and the flags of the element's meta word.
+ * Both forms end with the same exact value: an integer magnitude u times 2^x
+ * (the binned form's above 2^127 cut to 128 bits and a sticky bit), a sign, and
+ * the flags of the element's meta word.
  * Rounding it in one function is what keeps the two forms bit-identical.
  *
  * Private to src/alu: static inline so each form's loop keeps it inlined.
@@ -21,23 +22,13 @@ typedef unsigned __int128 ofl_u128;
 
 #define OFL_RS_REST_BITS (2 * OFL_REPSUM_W)
 
-/* The magnitude hi 2^2W + rest times 2^x rounded to nearest (ties to even) in a
- * format of prec significand bits whose smallest subnormal is 2^lsb_min:
- * mant * 2^scale with mant < 2^prec (0 for a zero). */
-static inline void ofl_rs_round(uint64_t hi, ofl_u128 rest, int x, int prec, int lsb_min,
-                                uint64_t *mant, int *scale)
+/* The magnitude u * 2^x, plus a nonzero part below it when sticky (u is then
+ * at least 2^(prec+1)), rounded to nearest (ties to even) in a format of prec
+ * significand bits whose smallest subnormal is 2^lsb_min: mant * 2^scale with
+ * mant < 2^prec (0 for a zero). */
+static inline void ofl_rs_round_u(ofl_u128 u, int sticky, int x, int prec, int lsb_min,
+                                  uint64_t *mant, int *scale)
 {
-    int sticky = 0;
-    if (hi >> 46) {
-        /* above 2^127: cut 16 bits (only the top prec + 1 matter, and a sticky bit) */
-        sticky = 0 != (rest & 0xffff);
-        rest >>= 16;
-        x += 16;
-        rest |= (ofl_u128) hi << (OFL_RS_REST_BITS - 16);
-    } else {
-        rest |= (ofl_u128) hi << OFL_RS_REST_BITS;
-    }
-    ofl_u128 u = rest;
     if (0 == u) {
         *mant = 0;
         *scale = 0;
@@ -72,6 +63,20 @@ static inline void ofl_rs_round(uint64_t hi, ofl_u128 rest, int x, int prec, int
     }
     *mant = m;
     *scale = lsb;
+}
+
+/* The magnitude hi 2^2W + rest (hi < 2^63) as one 128-bit u for the rounding:
+ * above 2^127 it cuts 16 bits into *sticky, adding 16 to *x (only the top
+ * prec + 1 bits matter, and whether any is below). */
+static inline ofl_u128 ofl_rs_join(uint64_t hi, ofl_u128 rest, int *x, int *sticky)
+{
+    *sticky = 0;
+    if (hi >> 46) {
+        *sticky = 0 != (rest & 0xffff);
+        *x += 16;
+        return (rest >> 16) | ((ofl_u128) hi << (OFL_RS_REST_BITS - 16));
+    }
+    return rest | ((ofl_u128) hi << OFL_RS_REST_BITS);
 }
 
 /* mant * 2^scale (mant < 2^53, and below 2^52 only at the subnormal scale) as
@@ -127,16 +132,35 @@ static inline int ofl_rs_special(uint64_t flags, double *v)
     return 0;
 }
 
-/* The exact value (-1)^neg (hi 2^2W + rest) 2^x with its flags, as a double. */
-static inline double ofl_rs_to_double(uint64_t flags, int neg, uint64_t hi, ofl_u128 rest, int x)
+/* The exact value (-1)^neg u 2^x (sticky: and a nonzero part below) with its
+ * flags, as a double. */
+static inline double ofl_rs_to_double(uint64_t flags, int neg, ofl_u128 u, int sticky, int x)
 {
     double v;
+    uint64_t uh = (uint64_t) (u >> 64), ul = (uint64_t) u;
+    int t = uh ? 127 - __builtin_clzll(uh) : 63 - __builtin_clzll(ul | 1);
+    int field = x + t + 1023;   /* the biased exponent of u's top bit */
+    if (__builtin_expect(!(flags & (OFL_REPSUM_NAN | OFL_REPSUM_PINF | OFL_REPSUM_NINF))
+                         && t > 52 && field >= 1 && field <= 0x7fe, 1)) {
+        /* A normal result from more than 53 bits (ofl_rs_round_u's answer, without
+         * branches on the data): round bit, sticky bits, ties to even. The
+         * rounding carry may run into the exponent field, and from the largest
+         * one to infinity, as it should. */
+        int sh = t - 52;
+        uint64_t m = (uint64_t) (u >> sh);
+        uint64_t round = (uint64_t) (u >> (sh - 1)) & 1;
+        uint64_t below = 0 != (u & (((ofl_u128) 1 << (sh - 1)) - 1)) || sticky;
+        uint64_t bits = ((uint64_t) (field - 1) << 52) + m + (round & (below | (m & 1)));
+        bits |= (uint64_t) neg << 63;
+        memcpy(&v, &bits, sizeof(v));
+        return v;
+    }
     if (__builtin_expect(ofl_rs_special(flags, &v), 0)) {
         return v;
     }
     int scale;
     uint64_t mant;
-    ofl_rs_round(hi, rest, x, 53, -1074, &mant, &scale);
+    ofl_rs_round_u(u, sticky, x, 53, -1074, &mant, &scale);
     if (0 == mant) {
         /* an exact zero is -0.0 only when every input was */
         int negzero = neg || !(flags & OFL_REPSUM_NOT_NEGZERO);
@@ -145,7 +169,7 @@ static inline double ofl_rs_to_double(uint64_t flags, int neg, uint64_t hi, ofl_
     return ofl_rs_bits_double(neg, mant, scale);
 }
 
-static inline float ofl_rs_to_float(uint64_t flags, int neg, uint64_t hi, ofl_u128 rest, int x)
+static inline float ofl_rs_to_float(uint64_t flags, int neg, ofl_u128 u, int sticky, int x)
 {
     double s;
     if (__builtin_expect(ofl_rs_special(flags, &s), 0)) {
@@ -153,7 +177,7 @@ static inline float ofl_rs_to_float(uint64_t flags, int neg, uint64_t hi, ofl_u1
     }
     int scale;
     uint64_t mant;
-    ofl_rs_round(hi, rest, x, 24, -149, &mant, &scale);
+    ofl_rs_round_u(u, sticky, x, 24, -149, &mant, &scale);
     if (0 == mant) {
         int negzero = neg || !(flags & OFL_REPSUM_NOT_NEGZERO);
         return negzero ? -0.0f : 0.0f;

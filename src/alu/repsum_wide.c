@@ -148,18 +148,14 @@ void ofl_repsum_wide_add(void *out, const void *a, const void *b, size_t count)
     }
 }
 
-/* A sum's sign and magnitude split as the rounding takes it; x its unit. */
-static inline void wide_value(const ofl_repsum_wide_t *e, ofl_repsum_meta_t m, int *neg,
-                              uint64_t *hi, ofl_u128 *rest, int *x)
+/* A sum's sign and magnitude (below 2^127: no cut needed); x its unit. */
+static inline ofl_u128 wide_value(const ofl_repsum_wide_t *e, ofl_repsum_meta_t m, int *neg,
+                                  int *x)
 {
     ofl_u128 v = ((ofl_u128) e->hi << 64) | e->lo;
     *neg = (int) (e->hi >> 63);
-    if (*neg) {
-        v = -v;   /* the sum is above -2^127: its magnitude fits */
-    }
-    *hi = (uint64_t) (v >> OFL_RS_REST_BITS);
-    *rest = v & (((ofl_u128) 1 << OFL_RS_REST_BITS) - 1);
     *x = ((int) (m & TOP_MASK) - K + 1) * W - 1074;
+    return *neg ? -v : v;
 }
 
 static inline uint64_t binned_flags(ofl_repsum_meta_t m)
@@ -172,10 +168,8 @@ void ofl_repsum_wide_to_double(double *out, const ofl_repsum_wide_t *in,
 {
     for (size_t i = 0; i < count; ++i) {
         int neg, x;
-        uint64_t hi;
-        ofl_u128 rest;
-        wide_value(&in[i], meta[i], &neg, &hi, &rest, &x);
-        out[i] = ofl_rs_to_double(binned_flags(meta[i]), neg, hi, rest, x);
+        ofl_u128 u = wide_value(&in[i], meta[i], &neg, &x);
+        out[i] = ofl_rs_to_double(binned_flags(meta[i]), neg, u, 0, x);
     }
 }
 
@@ -184,10 +178,8 @@ void ofl_repsum_wide_to_float(float *out, const ofl_repsum_wide_t *in,
 {
     for (size_t i = 0; i < count; ++i) {
         int neg, x;
-        uint64_t hi;
-        ofl_u128 rest;
-        wide_value(&in[i], meta[i], &neg, &hi, &rest, &x);
-        out[i] = ofl_rs_to_float(binned_flags(meta[i]), neg, hi, rest, x);
+        ofl_u128 u = wide_value(&in[i], meta[i], &neg, &x);
+        out[i] = ofl_rs_to_float(binned_flags(meta[i]), neg, u, 0, x);
     }
 }
 
