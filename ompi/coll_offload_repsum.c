@@ -7,7 +7,9 @@
  * wire op (so the NIC's programs, the board, the node-aware module and the
  * layer below all carry it unchanged: the wire op is integer adds), and
  * converted back once. Whichever path the wire call takes, the result is a
- * function of the inputs alone: never the ordinary sum.
+ * function of the inputs alone: never the ordinary sum. Large blocking calls
+ * take the two-pass form (src/alu/repsum_wide.h) instead: two wire calls of
+ * 2 + 16 bytes per value, with the same bits.
  */
 #include "coll_offload.h"
 

@@ -308,27 +308,18 @@ struct ompi_op_t *mca_coll_offload_repsum_op(void)
     return repsum_op;
 }
 
+/* The four datatypes mca_coll_offload_types_init maps to the ALU's float,
+ * double and complex types, compared directly: this runs on every float sum of
+ * a communicator in reproducible mode, before the call's own work. */
 int mca_coll_offload_repsum_kind(struct ompi_datatype_t *dtype, struct ompi_op_t *op)
 {
     if (op != &ompi_mpi_op_sum.op) {
         return OFL_RS_NONE;
     }
-    const known_type_t *k = ompi_datatype_is_predefined(dtype) ? known_type(dtype) : NULL;
-    if (NULL == k) {
-        return OFL_RS_NONE;
-    }
-    switch (k->type) {
-    case OFL_T_FLOAT:
-        return OFL_RS_FLOAT;
-    case OFL_T_DOUBLE:
-        return OFL_RS_DOUBLE;
-    case OFL_T_CFLOAT:
-        return OFL_RS_CFLOAT;
-    case OFL_T_CDOUBLE:
-        return OFL_RS_CDOUBLE;
-    default:
-        return OFL_RS_NONE;
-    }
+    return dtype == MPI_DOUBLE ? OFL_RS_DOUBLE
+           : dtype == MPI_FLOAT ? OFL_RS_FLOAT
+           : dtype == MPI_C_DOUBLE_COMPLEX ? OFL_RS_CDOUBLE
+           : dtype == MPI_C_FLOAT_COMPLEX ? OFL_RS_CFLOAT : OFL_RS_NONE;
 }
 
 /* A committed contiguous datatype of n bytes, or NULL. */
