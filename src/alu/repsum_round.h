@@ -138,18 +138,20 @@ static inline double ofl_rs_to_double(uint64_t flags, int neg, ofl_u128 u, int s
 {
     double v;
     uint64_t uh = (uint64_t) (u >> 64), ul = (uint64_t) u;
-    int t = uh ? 127 - __builtin_clzll(uh) : 63 - __builtin_clzll(ul | 1);
+    int lz = uh ? __builtin_clzll(uh) : 64 + __builtin_clzll(ul | 1);
+    int t = 127 - lz;           /* u's top bit (0 for a zero) */
     int field = x + t + 1023;   /* the biased exponent of u's top bit */
     if (__builtin_expect(!(flags & (OFL_REPSUM_NAN | OFL_REPSUM_PINF | OFL_REPSUM_NINF))
                          && t > 52 && field >= 1 && field <= 0x7fe, 1)) {
         /* A normal result from more than 53 bits (ofl_rs_round_u's answer, without
-         * branches on the data): round bit, sticky bits, ties to even. The
+         * branches on the data): u shifted up to bit 127 gives the 53 bits, the
+         * round bit under them and the sticky bits below; ties to even. The
          * rounding carry may run into the exponent field, and from the largest
          * one to infinity, as it should. */
-        int sh = t - 52;
-        uint64_t m = (uint64_t) (u >> sh);
-        uint64_t round = (uint64_t) (u >> (sh - 1)) & 1;
-        uint64_t below = 0 != (u & (((ofl_u128) 1 << (sh - 1)) - 1)) || sticky;
+        ofl_u128 n = u << lz;
+        uint64_t top = (uint64_t) (n >> 64);
+        uint64_t m = top >> 11, round = (top >> 10) & 1;
+        uint64_t below = 0 != ((top & 0x3ff) | (uint64_t) n) || sticky;
         uint64_t bits = ((uint64_t) (field - 1) << 52) + m + (round & (below | (m & 1)));
         bits |= (uint64_t) neg << 63;
         memcpy(&v, &bits, sizeof(v));

@@ -567,6 +567,23 @@ static void test_wide_floats_and_extremes(void)
     ofl_repsum_meta_t m;
     double d = wide_sum(big, OFL_REPSUM_WIDE_MAX_TERMS, &m);
     CHECK(isinf(d) && d < 0, "-63 DBL_MAX + DBL_MAX + 32 DBL_MAX = %a, want -Inf", d);
+    /* A tie at 53 bits just above 2^126 units of the lowest kept bin (2^-754):
+     * broken by one unit (the binned form cuts that unit into its sticky bit, the
+     * two-pass form keeps it; both round up), or not: ties to even, down from an
+     * even significand, up from an odd one (one more ulp, 2^74 units). */
+    for (int c = 0; c < 3; ++c) {
+        int n = 0;
+        for (; n < 86; ++n) {
+            big[n] = 1.5 * ldexp(1.0, -635);   /* 129 x 2^119 units in all */
+        }
+        big[n++] = ldexp(1.0, -681);           /* 2^73 units: half an ulp */
+        big[n++] = 0 == c ? ldexp(1.0, -754) : 2 == c ? ldexp(1.0, -680) : 0.0;
+        double want = 129 * ldexp(1.0, -635) + (1 == c ? 0 : 2 == c ? ldexp(1.0, -679)
+                                                               : ldexp(1.0, -680));
+        double binned = sum_of(big, n), wide = wide_sum(big, n, &m);
+        CHECK(want == binned && want == wide, "tie case %d: binned %a, two-pass %a, want %a", c,
+              binned, wide, want);
+    }
     d = wide_sum((double[]) { -0.0, -0.0 }, 2, &m);
     CHECK(0.0 == d && signbit(d), "two-pass -0 + -0 = %a", d);
     d = wide_sum((double[]) { INFINITY, 1.0, -INFINITY }, 3, &m);
