@@ -54,25 +54,32 @@ static int asked_here(struct ompi_communicator_t *comm)
  * 32 bytes per value), which the call records report as an argument mismatch
  * (MPI_ERR_ARG on every rank) once the communicator's NIC is set up.
  */
+/* The communicator's first float sum: take this rank's answer and keep it. */
+static __attribute__((noinline)) int decide(mca_coll_offload_repsum_t *r,
+                                            struct ompi_communicator_t *comm)
+{
+    int on = asked_here(comm) && NULL != mca_coll_offload_repsum_type();
+    int mode = on ? OFL_REPSUM_ON : OFL_REPSUM_OFF;
+    __atomic_store_n(&r->mode, mode, __ATOMIC_RELAXED);
+    if (mca_coll_offload_component.params.verbose >= 10) {
+        opal_output(mca_coll_offload_component.output, "coll:offload: %s: reproducible sums %s",
+                    comm->c_name, on ? "on" : "off");
+    }
+    return on;
+}
+
+/* Called on every reduction of a communicator whose mode is not off, the
+ * binned calls' own included (their op is the wire op, not MPI_SUM): the op
+ * test comes first and the decision is out of line. */
 int mca_coll_offload_repsum_wanted(mca_coll_offload_repsum_t *r, struct ompi_datatype_t *dtype,
                                    struct ompi_op_t *op, struct ompi_communicator_t *comm)
 {
     int mode = __atomic_load_n(&r->mode, __ATOMIC_RELAXED);
-    if (OPAL_LIKELY(OFL_REPSUM_OFF == mode)
+    if (OPAL_LIKELY(OFL_REPSUM_OFF == mode) || op != &ompi_mpi_op_sum.op
         || OFL_RS_NONE == mca_coll_offload_repsum_kind(dtype, op)) {
         return 0;
     }
-    if (OFL_REPSUM_UNDECIDED == mode) {
-        int on = asked_here(comm) && NULL != mca_coll_offload_repsum_type();
-        mode = on ? OFL_REPSUM_ON : OFL_REPSUM_OFF;
-        __atomic_store_n(&r->mode, mode, __ATOMIC_RELAXED);
-        if (mca_coll_offload_component.params.verbose >= 10) {
-            opal_output(mca_coll_offload_component.output,
-                        "coll:offload: %s: reproducible sums %s", comm->c_name,
-                        on ? "on" : "off");
-        }
-    }
-    return OFL_REPSUM_ON == mode;
+    return OFL_REPSUM_UNDECIDED == mode ? decide(r, comm) : OFL_REPSUM_ON == mode;
 }
 
 /* Binned elements per call: two per complex value. */
