@@ -527,10 +527,12 @@ static void test_wide_equals_binned(void)
 static void test_wide_floats_and_extremes(void)
 {
     ofl_alu_fn add = ofl_alu_lookup(OFL_OP_SUM, OFL_T_REPSUM);
+    int exact_floats = 0;
     for (int trial = 0; trial < 200; ++trial) {
         int n = trial % 4 ? 1 + (int) (rnd() % MAXN) : OFL_REPSUM_WIDE_MAX_TERMS;
         float f[MAXN];
         ofl_repsum_t e[MAXN];
+        exact_t ex = { { 0 } };
         for (int i = 0; i < n; ++i) {
             int spread = trial % 3 ? 30 : 270;
             f[i] = (float) (((rnd() & 1) ? -1.0 : 1.0)
@@ -538,6 +540,7 @@ static void test_wide_floats_and_extremes(void)
             if (trial % 10 == 9) {
                 f[i] = (float) ldexp(rnd_unit(), -140 - (int) (rnd() % 9));   /* subnormal */
             }
+            exact_add(&ex, f[i]);
         }
         ofl_repsum_from_float(e, f, (size_t) n);
         ofl_repsum_t s = tree_sum(e, n, add);
@@ -545,7 +548,12 @@ static void test_wide_floats_and_extremes(void)
         ofl_repsum_to_float(&binned, &s, 1);
         CHECK(0 == memcmp(&binned, &wide, sizeof(wide)), "float, %d terms: two-pass %a, "
               "binned %a", n, wide, binned);
+        float want = (float) exact_round(&ex, 24, -149, 127);
+        exact_floats += !ofl_repsum_inexact(&s);
+        CHECK(ofl_repsum_inexact(&s) || 0 == memcmp(&wide, &want, sizeof(want)),
+              "float, %d terms, exact: two-pass %a, exact sum %a", n, wide, want);
     }
+    CHECK(exact_floats > 100, "only %d exact float sums", exact_floats);
     /* 128 terms each just under 2^(K W) in units of the lowest kept bin (top bit
      * at bit 439 = the top of bin 10): the sum is just under 2^127, the most the
      * integer holds, of either sign */
