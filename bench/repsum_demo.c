@@ -6,11 +6,14 @@
  *                            the reproducible MPI_Allreduce sums of three values
  *                            whose global data do not depend on the rank count
  *                            (run it at np 1..8: bench/repsum-demo.sh)
- *   repsum_demo -t [BLOCKS]  time MPI_Allreduce of doubles, 8 B and 1 MiB, on two
- *                            communicators duplicated from MPI_COMM_WORLD, one with
- *                            the info key coll_offload_repsum=true and one with
- *                            =false, in alternating blocks (BLOCKS, default 40):
- *                            each size's median block per call and their ratio
+ *   repsum_demo -t [BLOCKS [COUNT...]]
+ *                            time MPI_Allreduce of COUNT doubles (default 1, 8192
+ *                            and 131072: 8 B, 64 KiB, 1 MiB) on two communicators
+ *                            duplicated from MPI_COMM_WORLD, one with the info key
+ *                            coll_offload_repsum=true and one with =false, in
+ *                            alternating blocks (BLOCKS, default 40): each size's
+ *                            median block per call and the median of the blocks'
+ *                            ratios
  *
  * The data: value j is the sum of the atoms +H, c, f1..f6, -H with H far above
  * the others; each rank contributes the exact sum of the atoms it holds. The
@@ -106,12 +109,13 @@ static int cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void timing(MPI_Comm plain, MPI_Comm rs, int blocks)
+static void timing(MPI_Comm plain, MPI_Comm rs, int blocks, const int *counts, int ncounts)
 {
-    static const int counts[2] = { 1, 131072 };
-    static const int iters[2] = { 2000, 10 };
-    for (int s = 0; s < 2; ++s) {
+    for (int s = 0; s < ncounts; ++s) {
         int n = counts[s];
+        /* about 1 M doubles per block, 10 to 2000 calls */
+        int iters = n > 0 ? (1 << 20) / n : 2000;
+        iters = iters < 10 ? 10 : iters > 2000 ? 2000 : iters;
         double *buf = malloc((size_t) n * sizeof(double));
         double *out = malloc((size_t) n * sizeof(double));
         double *tp = malloc((size_t) blocks * sizeof(double));
@@ -120,16 +124,16 @@ static void timing(MPI_Comm plain, MPI_Comm rs, int blocks)
         for (int i = 0; i < n; ++i) {
             buf[i] = ldexp(1.0 + (double) ((i * 2654435761u) % 1000) / 1000.0, i % 60 - 30);
         }
-        block(plain, buf, out, n, iters[s]);   /* warm-up: set-up and staging */
-        block(rs, buf, out, n, iters[s]);
+        block(plain, buf, out, n, iters);   /* warm-up: set-up and staging */
+        block(rs, buf, out, n, iters);
         for (int b = 0; b < blocks; ++b) {
             /* alternate which goes first, so a drift in the machine hits both */
             if (b & 1) {
-                tr[b] = block(rs, buf, out, n, iters[s]);
-                tp[b] = block(plain, buf, out, n, iters[s]);
+                tr[b] = block(rs, buf, out, n, iters);
+                tp[b] = block(plain, buf, out, n, iters);
             } else {
-                tp[b] = block(plain, buf, out, n, iters[s]);
-                tr[b] = block(rs, buf, out, n, iters[s]);
+                tp[b] = block(plain, buf, out, n, iters);
+                tr[b] = block(rs, buf, out, n, iters);
             }
             ratio[b] = tr[b] / tp[b];
         }
@@ -138,10 +142,11 @@ static void timing(MPI_Comm plain, MPI_Comm rs, int blocks)
         qsort(ratio, (size_t) blocks, sizeof(double), cmp);
         if (0 == rank) {
             printf("np=%d allreduce %7zu B doubles: ordinary %9.2f us, reproducible %9.2f us, "
-                   "ratio median %.2f (blocks: %.2f..%.2f, quartiles %.2f..%.2f)\n",
+                   "ratio median %.2f (blocks: %.2f..%.2f, quartiles %.2f..%.2f; fastest "
+                   "blocks %.2f and %.2f us)\n",
                    np, (size_t) n * sizeof(double), tp[blocks / 2] * 1e6, tr[blocks / 2] * 1e6,
                    ratio[blocks / 2], ratio[0], ratio[blocks - 1], ratio[blocks / 4],
-                   ratio[3 * blocks / 4]);
+                   ratio[3 * blocks / 4], tp[0] * 1e6, tr[0] * 1e6);
         }
         free(buf);
         free(out);
@@ -159,7 +164,18 @@ int main(int argc, char **argv)
     MPI_Comm plain = dup_with("false"), rs = dup_with("true");
     if (argc > 1 && 0 == strcmp(argv[1], "-t")) {
         int blocks = argc > 2 ? atoi(argv[2]) : 40;
-        timing(plain, rs, blocks > 2 ? blocks : 3);
+        int defaults[] = { 1, 8192, 131072 }, *counts = defaults, ncounts = 3;
+        if (argc > 3) {
+            ncounts = argc - 3;
+            counts = malloc((size_t) ncounts * sizeof(int));
+            for (int i = 0; i < ncounts; ++i) {
+                counts[i] = atoi(argv[3 + i]);
+            }
+        }
+        timing(plain, rs, blocks > 2 ? blocks : 3, counts, ncounts);
+        if (counts != defaults) {
+            free(counts);
+        }
     } else {
         demo(plain, rs);
     }

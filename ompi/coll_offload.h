@@ -403,13 +403,19 @@ int mca_coll_offload_repsum_kind(struct ompi_datatype_t *dtype, struct ompi_op_t
 /* The wire datatype (one binned element, contiguous) and the commutative user op
  * over it that the layer below gets; created with the wrapping ops. */
 struct ompi_datatype_t *mca_coll_offload_repsum_type(void);
+/* The two-pass form's wire datatypes (meta element, 128-bit integer) under the
+ * same op; NULL when they could not be made. */
+struct ompi_datatype_t *mca_coll_offload_repsum_meta_type(void);
+struct ompi_datatype_t *mca_coll_offload_repsum_wide_type(void);
 struct ompi_op_t *mca_coll_offload_repsum_op(void);
 /* 1 when (dtype, op) is a float sum this communicator makes reproducible (the
  * mode is taken at its first float sum: coll_offload_repsum.c). */
 int mca_coll_offload_repsum_wanted(mca_coll_offload_repsum_t *r, struct ompi_datatype_t *dtype,
                                    struct ompi_op_t *op, struct ompi_communicator_t *comm);
 /* The blocking calls in reproducible mode: convert, run `self` (the module's
- * own entry point) on the binned elements, convert back. */
+ * own entry point) on the binned elements, convert back. Large counts take the
+ * two-pass form (bit-identical): an allreduce of the meta elements through
+ * `allreduce` (the module's own), then `self` on the 128-bit integers. */
 int mca_coll_offload_repsum_allreduce(mca_coll_offload_repsum_t *r, const void *sbuf, void *rbuf,
                                       int count, struct ompi_datatype_t *dtype,
                                       struct ompi_communicator_t *comm,
@@ -419,7 +425,8 @@ int mca_coll_offload_repsum_reduce(mca_coll_offload_repsum_t *r, const void *sbu
                                    int count, struct ompi_datatype_t *dtype, int root,
                                    struct ompi_communicator_t *comm,
                                    mca_coll_base_module_t *module,
-                                   mca_coll_base_module_reduce_fn_t self);
+                                   mca_coll_base_module_reduce_fn_t self,
+                                   mca_coll_base_module_allreduce_fn_t allreduce);
 void mca_coll_offload_repsum_fini(mca_coll_offload_repsum_t *r);
 /* Nonblocking (persistent = 0) and persistent allreduce (reduce = 0) or reduce
  * in reproducible mode: the binned call runs through `via`'s i<coll> or

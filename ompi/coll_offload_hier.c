@@ -527,7 +527,7 @@ static int hier_reduce(const void *sbuf, void *rbuf, int count, struct ompi_data
     if (OPAL_UNLIKELY(OFL_REPSUM_OFF != h->repsum.mode)
         && mca_coll_offload_repsum_wanted(&h->repsum, dtype, op, comm)) {
         return mca_coll_offload_repsum_reduce(&h->repsum, sbuf, rbuf, count, dtype, root, comm,
-                                              module, hier_reduce);
+                                              module, hier_reduce, hier_allreduce);
     }
     size_t bytes = (size_t) count * dtype->super.size;
     int rc, why = HIER_DISABLED == h->state ? OFL_R_NIC : OFL_R_UNSET;

@@ -245,7 +245,8 @@ int mca_coll_offload_reduce(const void *sbuf, void *rbuf, int count,
     if (OPAL_UNLIKELY(OFL_REPSUM_OFF != m->repsum.mode)
         && mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm)) {
         return mca_coll_offload_repsum_reduce(&m->repsum, sbuf, rbuf, count, dtype, root,
-                                              comm, module, mca_coll_offload_reduce);
+                                              comm, module, mca_coll_offload_reduce,
+                                              mca_coll_offload_allreduce);
     }
     return reduce_impl(sbuf, rbuf, count, dtype, op, root, comm, module, 0);
 }

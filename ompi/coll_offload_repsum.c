@@ -7,7 +7,9 @@
  * wire op (so the NIC's programs, the board, the node-aware module and the
  * layer below all carry it unchanged: the wire op is integer adds), and
  * converted back once. Whichever path the wire call takes, the result is a
- * function of the inputs alone: never the ordinary sum.
+ * function of the inputs alone: never the ordinary sum. Large blocking calls
+ * take the two-pass form (src/alu/repsum_wide.h) instead: two wire calls of
+ * 2 + 16 bytes per value, with the same bits.
  */
 #include "coll_offload.h"
 
@@ -17,6 +19,7 @@
 #include <stdlib.h>
 
 #include "alu/repsum.h"
+#include "alu/repsum_wide.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/base/coll_base_util.h"
 #include "ompi/request/request.h"
@@ -51,25 +54,32 @@ static int asked_here(struct ompi_communicator_t *comm)
  * 32 bytes per value), which the call records report as an argument mismatch
  * (MPI_ERR_ARG on every rank) once the communicator's NIC is set up.
  */
+/* The communicator's first float sum: take this rank's answer and keep it. */
+static __attribute__((noinline)) int decide(mca_coll_offload_repsum_t *r,
+                                            struct ompi_communicator_t *comm)
+{
+    int on = asked_here(comm) && NULL != mca_coll_offload_repsum_type();
+    int mode = on ? OFL_REPSUM_ON : OFL_REPSUM_OFF;
+    __atomic_store_n(&r->mode, mode, __ATOMIC_RELAXED);
+    if (mca_coll_offload_component.params.verbose >= 10) {
+        opal_output(mca_coll_offload_component.output, "coll:offload: %s: reproducible sums %s",
+                    comm->c_name, on ? "on" : "off");
+    }
+    return on;
+}
+
+/* Called on every reduction of a communicator whose mode is not off, the
+ * binned calls' own included (their op is the wire op, not MPI_SUM): the op
+ * test comes first and the decision is out of line. */
 int mca_coll_offload_repsum_wanted(mca_coll_offload_repsum_t *r, struct ompi_datatype_t *dtype,
                                    struct ompi_op_t *op, struct ompi_communicator_t *comm)
 {
     int mode = __atomic_load_n(&r->mode, __ATOMIC_RELAXED);
-    if (OPAL_LIKELY(OFL_REPSUM_OFF == mode)
+    if (OPAL_LIKELY(OFL_REPSUM_OFF == mode) || op != &ompi_mpi_op_sum.op
         || OFL_RS_NONE == mca_coll_offload_repsum_kind(dtype, op)) {
         return 0;
     }
-    if (OFL_REPSUM_UNDECIDED == mode) {
-        int on = asked_here(comm) && NULL != mca_coll_offload_repsum_type();
-        mode = on ? OFL_REPSUM_ON : OFL_REPSUM_OFF;
-        __atomic_store_n(&r->mode, mode, __ATOMIC_RELAXED);
-        if (mca_coll_offload_component.params.verbose >= 10) {
-            opal_output(mca_coll_offload_component.output,
-                        "coll:offload: %s: reproducible sums %s", comm->c_name,
-                        on ? "on" : "off");
-        }
-    }
-    return OFL_REPSUM_ON == mode;
+    return OFL_REPSUM_UNDECIDED == mode ? decide(r, comm) : OFL_REPSUM_ON == mode;
 }
 
 /* Binned elements per call: two per complex value. */
@@ -111,9 +121,8 @@ static void from_wire(void *out, const ofl_repsum_t *in, int kind, size_t n)
 
 /* The staging buffer: the module's, grown as needed and kept. NULL when it
  * cannot grow. */
-static ofl_repsum_t *stage(mca_coll_offload_repsum_t *r, size_t n)
+static void *stage(mca_coll_offload_repsum_t *r, size_t bytes)
 {
-    size_t bytes = n * sizeof(ofl_repsum_t);
     if (r->stage_bytes < bytes) {
         void *p = NULL;
         /* aligned: elements never straddle a cache line */
@@ -127,6 +136,105 @@ static ofl_repsum_t *stage(mca_coll_offload_repsum_t *r, size_t n)
     return r->stage;
 }
 
+/* Every rank needs the same number of bytes; a rank out of memory cannot take
+ * part, and saying so is all it can do. */
+static int no_memory(const char *what, struct ompi_communicator_t *comm, size_t bytes)
+{
+    opal_output(0, "coll:offload: %s on communicator %s (cid %u): cannot allocate %zu B for "
+                "the reproducible sum; returning MPI_ERR_NO_MEM", what, comm->c_name,
+                OFL_COMM_CID(comm), bytes);
+    return OMPI_ERR_OUT_OF_RESOURCE;
+}
+
+/*
+ * The two-pass form (alu/repsum_wide.h) gives the binned form's bits with 2 +
+ * 16 bytes per real instead of 32, but two calls: blocking calls take it from
+ * coll_offload_repsum_two_pass_min reals up (its default is the crossover
+ * bench/repsum_demo -t measured), when the sum has at most
+ * OFL_REPSUM_WIDE_MAX_TERMS terms (one per rank, node-aware or flat). Count and
+ * size are the same on every rank, so every rank takes the same form;
+ * nonblocking and persistent calls keep the binned one, and the results agree
+ * bit for bit whichever form a call takes.
+ */
+static int takes_two_pass(size_t n, struct ompi_communicator_t *comm)
+{
+    int min = mca_coll_offload_component.params.repsum_two_pass_min;
+    return min >= 0 && n >= (size_t) min && ompi_comm_size(comm) <= OFL_REPSUM_WIDE_MAX_TERMS
+           && NULL != mca_coll_offload_repsum_meta_type()
+           && NULL != mca_coll_offload_repsum_wide_type();
+}
+
+static int is_float(int kind)
+{
+    return OFL_RS_FLOAT == kind || OFL_RS_CFLOAT == kind;
+}
+
+/* Pass 1 in, pass 2 in, and out: each real's meta, its integer, its sum. */
+static void to_meta(ofl_repsum_meta_t *m, const void *in, int kind, size_t n)
+{
+    if (is_float(kind)) {
+        ofl_repsum_meta_from_float(m, in, n);
+    } else {
+        ofl_repsum_meta_from_double(m, in, n);
+    }
+}
+
+static void to_wide(ofl_repsum_wide_t *w, const void *in, const ofl_repsum_meta_t *m, int kind,
+                    size_t n)
+{
+    if (is_float(kind)) {
+        ofl_repsum_wide_from_float(w, in, m, n);
+    } else {
+        ofl_repsum_wide_from_double(w, in, m, n);
+    }
+}
+
+static void from_wide(void *out, const ofl_repsum_wide_t *w, const ofl_repsum_meta_t *m,
+                      int kind, size_t n)
+{
+    if (is_float(kind)) {
+        ofl_repsum_wide_to_float(out, w, m, n);
+    } else {
+        ofl_repsum_wide_to_double(out, w, m, n);
+    }
+}
+
+/* Both passes; root < 0 for an allreduce. Pass 1 is always an allreduce: every
+ * rank truncates at the final meta's base. */
+static int two_pass(mca_coll_offload_repsum_t *r, const void *src, void *rbuf, int kind,
+                    size_t n, int root, const char *what, struct ompi_communicator_t *comm,
+                    mca_coll_base_module_t *module, mca_coll_base_module_allreduce_fn_t allreduce,
+                    mca_coll_base_module_reduce_fn_t reduce)
+{
+    size_t wide_bytes = n * sizeof(ofl_repsum_wide_t);
+    unsigned char *buf = stage(r, wide_bytes + n * sizeof(ofl_repsum_meta_t));
+    if (NULL == buf) {
+        return no_memory(what, comm, wide_bytes + n * sizeof(ofl_repsum_meta_t));
+    }
+    ofl_repsum_wide_t *w = (ofl_repsum_wide_t *) buf;
+    ofl_repsum_meta_t *m = (ofl_repsum_meta_t *) (buf + wide_bytes);
+    struct ompi_op_t *op = mca_coll_offload_repsum_op();
+    to_meta(m, src, kind, n);
+    int rc = allreduce(MPI_IN_PLACE, m, (int) n, mca_coll_offload_repsum_meta_type(), op, comm,
+                       module);
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    to_wide(w, src, m, kind, n);
+    struct ompi_datatype_t *wt = mca_coll_offload_repsum_wide_type();
+    int is_root = root < 0 || ompi_comm_rank(comm) == root;
+    if (root < 0) {
+        rc = allreduce(MPI_IN_PLACE, w, (int) n, wt, op, comm, module);
+    } else {
+        rc = reduce(is_root ? MPI_IN_PLACE : w, is_root ? w : NULL, (int) n, wt, op, root, comm,
+                    module);
+    }
+    if (OMPI_SUCCESS == rc && is_root) {
+        from_wide(rbuf, w, m, kind, n);
+    }
+    return rc;
+}
+
 /* The layouts are those of the predefined types: contiguous, no lower bound. */
 int mca_coll_offload_repsum_allreduce(mca_coll_offload_repsum_t *r, const void *sbuf, void *rbuf,
                                       int count, struct ompi_datatype_t *dtype,
@@ -136,20 +244,18 @@ int mca_coll_offload_repsum_allreduce(mca_coll_offload_repsum_t *r, const void *
 {
     int kind = mca_coll_offload_repsum_kind(dtype, &ompi_mpi_op_sum.op);
     size_t n = elements(kind, count);
+    const void *src = MPI_IN_PLACE == sbuf ? rbuf : sbuf;
     if (too_many(n, "MPI_Allreduce", comm)) {
         return MPI_ERR_COUNT;
     }
-    ofl_repsum_t *w = stage(r, n);
-    if (NULL == w) {
-        /* Every rank needs the same number of bytes; a rank out of memory
-         * cannot take part, and saying so is all it can do. */
-        opal_output(0, "coll:offload: MPI_Allreduce on communicator %s (cid %u): cannot "
-                    "allocate %zu B for the reproducible sum; returning "
-                    "MPI_ERR_NO_MEM", comm->c_name, OFL_COMM_CID(comm),
-                    n * sizeof(ofl_repsum_t));
-        return OMPI_ERR_OUT_OF_RESOURCE;
+    if (takes_two_pass(n, comm)) {
+        return two_pass(r, src, rbuf, kind, n, -1, "MPI_Allreduce", comm, module, self, NULL);
     }
-    to_wire(w, MPI_IN_PLACE == sbuf ? rbuf : sbuf, kind, n);
+    ofl_repsum_t *w = stage(r, n * sizeof(ofl_repsum_t));
+    if (NULL == w) {
+        return no_memory("MPI_Allreduce", comm, n * sizeof(ofl_repsum_t));
+    }
+    to_wire(w, src, kind, n);
     int rc = self(MPI_IN_PLACE, w, (int) n, mca_coll_offload_repsum_type(),
                   mca_coll_offload_repsum_op(), comm, module);
     if (OMPI_SUCCESS == rc) {
@@ -162,23 +268,25 @@ int mca_coll_offload_repsum_reduce(mca_coll_offload_repsum_t *r, const void *sbu
                                    int count, struct ompi_datatype_t *dtype, int root,
                                    struct ompi_communicator_t *comm,
                                    mca_coll_base_module_t *module,
-                                   mca_coll_base_module_reduce_fn_t self)
+                                   mca_coll_base_module_reduce_fn_t self,
+                                   mca_coll_base_module_allreduce_fn_t allreduce)
 {
     int kind = mca_coll_offload_repsum_kind(dtype, &ompi_mpi_op_sum.op);
     size_t n = elements(kind, count);
     int is_root = ompi_comm_rank(comm) == root;
+    const void *src = (MPI_IN_PLACE == sbuf && is_root) ? rbuf : sbuf;
     if (too_many(n, "MPI_Reduce", comm)) {
         return MPI_ERR_COUNT;
     }
-    ofl_repsum_t *w = stage(r, n);
-    if (NULL == w) {
-        opal_output(0, "coll:offload: MPI_Reduce on communicator %s (cid %u): cannot "
-                    "allocate %zu B for the reproducible sum; returning "
-                    "MPI_ERR_NO_MEM", comm->c_name, OFL_COMM_CID(comm),
-                    n * sizeof(ofl_repsum_t));
-        return OMPI_ERR_OUT_OF_RESOURCE;
+    if (takes_two_pass(n, comm)) {
+        return two_pass(r, src, rbuf, kind, n, root, "MPI_Reduce", comm, module, allreduce,
+                        self);
     }
-    to_wire(w, (MPI_IN_PLACE == sbuf && is_root) ? rbuf : sbuf, kind, n);
+    ofl_repsum_t *w = stage(r, n * sizeof(ofl_repsum_t));
+    if (NULL == w) {
+        return no_memory("MPI_Reduce", comm, n * sizeof(ofl_repsum_t));
+    }
+    to_wire(w, src, kind, n);
     int rc = self(is_root ? MPI_IN_PLACE : w, is_root ? w : NULL, (int) n,
                   mca_coll_offload_repsum_type(), mca_coll_offload_repsum_op(), root, comm,
                   module);

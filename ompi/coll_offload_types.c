@@ -6,6 +6,7 @@
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/op/op.h"
 #include "alu/repsum.h"
+#include "alu/repsum_wide.h"
 
 #include <pthread.h>
 
@@ -68,6 +69,20 @@ static void map_type(ompi_datatype_t *dt, ofl_type_t t)
  * one the NIC would give. Made and released with the wrapping ops. */
 static ompi_datatype_t *repsum_type;
 static ompi_op_t *repsum_op;
+/* The two-pass form's elements (alu/repsum_wide.h), under the same op. */
+static ompi_datatype_t *repsum_meta_type;
+static ompi_datatype_t *repsum_wide_type;
+
+/* The ALU type of a reproducible sum's wire datatype, or OFL_T_COUNT. */
+static ofl_type_t repsum_wire_type(const ompi_datatype_t *dt)
+{
+    if (NULL == dt) {
+        return OFL_T_COUNT;
+    }
+    return dt == repsum_type ? OFL_T_REPSUM
+           : dt == repsum_wide_type ? OFL_T_REPSUM_WIDE
+           : dt == repsum_meta_type ? OFL_T_REPSUM_META : OFL_T_COUNT;
+}
 
 /* The ALU type of a predefined datatype, or NULL when it has none. */
 static inline const known_type_t *known_type(const ompi_datatype_t *dt)
@@ -172,7 +187,7 @@ int mca_coll_offload_map_kind(struct ompi_datatype_t *dtype, struct ompi_op_t *o
     int reason = mca_coll_offload_map(dtype, op, &fn, &elem);
     if (0 == reason && op == repsum_op) {
         *o = OFL_OP_SUM;
-        *t = OFL_T_REPSUM;
+        *t = repsum_wire_type(dtype);
     } else if (0 == reason) {
         *o = (ofl_op_t) ofl_op_of(op);
         *t = (ofl_type_t) known_type(dtype)->type;
@@ -186,9 +201,10 @@ int mca_coll_offload_map_kind(struct ompi_datatype_t *dtype, struct ompi_op_t *o
 int mca_coll_offload_map(struct ompi_datatype_t *dtype, struct ompi_op_t *op, ofl_alu_fn *fn,
                          size_t *elem)
 {
-    if (OPAL_UNLIKELY(op == repsum_op) && NULL != op && dtype == repsum_type) {
-        *fn = ofl_alu_lookup(OFL_OP_SUM, OFL_T_REPSUM);
-        *elem = ofl_type_size(OFL_T_REPSUM);
+    if (OPAL_UNLIKELY(op == repsum_op) && NULL != op
+        && OFL_T_COUNT != repsum_wire_type(dtype)) {
+        *fn = ofl_alu_lookup(OFL_OP_SUM, repsum_wire_type(dtype));
+        *elem = ofl_type_size(repsum_wire_type(dtype));
         return 0;
     }
     if (!ompi_op_is_intrinsic(op)) {
@@ -265,9 +281,10 @@ static void wrap_max(void *in, void *inout, int *len, struct ompi_datatype_t **d
 
 static void repsum_apply(void *in, void *inout, int *len, struct ompi_datatype_t **dt)
 {
-    (void) dt;   /* only ever the wire type: whole elements */
-    if (*len > 0) {
-        ofl_repsum_add(inout, in, inout, (size_t) *len);
+    /* only ever a wire type: whole elements */
+    ofl_type_t t = repsum_wire_type(*dt);
+    if (*len > 0 && OFL_T_COUNT != t) {
+        ofl_alu_lookup(OFL_OP_SUM, t)(inout, in, inout, (size_t) *len);
     }
 }
 
@@ -276,32 +293,47 @@ struct ompi_datatype_t *mca_coll_offload_repsum_type(void)
     return repsum_type;
 }
 
+struct ompi_datatype_t *mca_coll_offload_repsum_meta_type(void)
+{
+    return repsum_meta_type;
+}
+
+struct ompi_datatype_t *mca_coll_offload_repsum_wide_type(void)
+{
+    return repsum_wide_type;
+}
+
 struct ompi_op_t *mca_coll_offload_repsum_op(void)
 {
     return repsum_op;
 }
 
+/* The four datatypes mca_coll_offload_types_init maps to the ALU's float,
+ * double and complex types, compared directly: this runs on every float sum of
+ * a communicator in reproducible mode, before the call's own work. */
 int mca_coll_offload_repsum_kind(struct ompi_datatype_t *dtype, struct ompi_op_t *op)
 {
     if (op != &ompi_mpi_op_sum.op) {
         return OFL_RS_NONE;
     }
-    const known_type_t *k = ompi_datatype_is_predefined(dtype) ? known_type(dtype) : NULL;
-    if (NULL == k) {
-        return OFL_RS_NONE;
+    return dtype == MPI_DOUBLE ? OFL_RS_DOUBLE
+           : dtype == MPI_FLOAT ? OFL_RS_FLOAT
+           : dtype == MPI_C_DOUBLE_COMPLEX ? OFL_RS_CDOUBLE
+           : dtype == MPI_C_FLOAT_COMPLEX ? OFL_RS_CFLOAT : OFL_RS_NONE;
+}
+
+/* A committed contiguous datatype of n bytes, or NULL. */
+static ompi_datatype_t *wire_bytes(size_t n)
+{
+    ompi_datatype_t *t = NULL;
+    if (OMPI_SUCCESS != ompi_datatype_create_contiguous((int) n, MPI_BYTE, &t)) {
+        return NULL;
     }
-    switch (k->type) {
-    case OFL_T_FLOAT:
-        return OFL_RS_FLOAT;
-    case OFL_T_DOUBLE:
-        return OFL_RS_DOUBLE;
-    case OFL_T_CFLOAT:
-        return OFL_RS_CFLOAT;
-    case OFL_T_CDOUBLE:
-        return OFL_RS_CDOUBLE;
-    default:
-        return OFL_RS_NONE;
+    if (OMPI_SUCCESS != ompi_datatype_commit(&t)) {
+        ompi_datatype_destroy(&t);
+        return NULL;
     }
+    return t;
 }
 
 void mca_coll_offload_wrap_ops_retain(void)
@@ -319,6 +351,9 @@ void mca_coll_offload_wrap_ops_retain(void)
             /* without it reproducible mode computes nothing: it stays off */
             repsum_type = NULL;
         }
+        /* without these every call takes the binned form */
+        repsum_meta_type = wire_bytes(sizeof(ofl_repsum_meta_t));
+        repsum_wide_type = wire_bytes(sizeof(ofl_repsum_wide_t));
     }
     pthread_mutex_unlock(&wrap_lock);
 }
@@ -340,6 +375,14 @@ void mca_coll_offload_wrap_ops_release(void)
         if (NULL != repsum_type) {
             ompi_datatype_destroy(&repsum_type);
             repsum_type = NULL;
+        }
+        if (NULL != repsum_meta_type) {
+            ompi_datatype_destroy(&repsum_meta_type);
+            repsum_meta_type = NULL;
+        }
+        if (NULL != repsum_wide_type) {
+            ompi_datatype_destroy(&repsum_wide_type);
+            repsum_wide_type = NULL;
         }
     }
     pthread_mutex_unlock(&wrap_lock);

@@ -107,6 +107,7 @@ int ofl_glue_register_params(const mca_base_component_t *c, mca_coll_offload_par
     p->ofi_fabric = (char *) "";
     p->inject = (char *) "";
     p->repsum = 0;
+    p->repsum_two_pass_min = 2048;
 
     reg_int(c, "priority",
             "Priority of coll/offload (tuned is 30: the default makes offload the first choice)",
@@ -120,6 +121,12 @@ int ofl_glue_register_params(const mca_base_component_t *c, mca_coll_offload_par
             "communicator's info key coll_offload_repsum (\"true\"/\"false\") overrides "
             "this; every rank must say the same",
             OPAL_INFO_LVL_4, &p->repsum);
+    reg_int(c, "repsum_two_pass_min",
+            "Reproducible sums: blocking MPI_Allreduce and MPI_Reduce of at least this many "
+            "reals (complex values count two) on communicators of at most 128 ranks take the "
+            "two-pass form (18 bytes per real on the wire instead of 32; bit-identical "
+            "results). -1: never. Every rank must say the same",
+            OPAL_INFO_LVL_5, &p->repsum_two_pass_min);
     reg_int(c, "verbose",
             "Verbosity: 1 set-up and faults, 10 every offload/fallback decision, "
             "50 dump each rank's descriptor programs",

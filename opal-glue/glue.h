@@ -53,6 +53,7 @@ typedef struct {
     int agree_above;                    /* blocking fallbacks the policy chose wait for
                                            the call records above this many bytes */
     int repsum;                         /* reproducible float sums (info key overrides) */
+    int repsum_two_pass_min;            /* reals from which blocking ones take two passes */
 } mca_coll_offload_params_t;
 
 /* Register every MCA variable of the component `version` into *p. */

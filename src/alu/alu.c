@@ -20,6 +20,7 @@
  */
 #include "alu.h"
 #include "repsum.h"
+#include "repsum_wide.h"
 
 #include <limits.h>
 
@@ -225,6 +226,8 @@ static const ofl_alu_fn ofl_alu_table[OFL_OP_COUNT][OFL_T_COUNT] = {
     [OFL_OP_LOR][OFL_T_BOOL] = ofl_lor_bool,
     [OFL_OP_LXOR][OFL_T_BOOL] = ofl_lxor_bool,
     [OFL_OP_SUM][OFL_T_REPSUM] = ofl_repsum_add,
+    [OFL_OP_SUM][OFL_T_REPSUM_META] = ofl_repsum_meta_merge,
+    [OFL_OP_SUM][OFL_T_REPSUM_WIDE] = ofl_repsum_wide_add,
 };
 
 /* Sizes come from the very types the kernels index with, so strides always agree. */
@@ -238,6 +241,8 @@ static const size_t ofl_type_sizes[OFL_T_COUNT] = {
     OFL_PAIR_TYPES(OFL_OTHER_SIZE)
     [OFL_T_BOOL] = sizeof(_Bool),
     [OFL_T_REPSUM] = sizeof(ofl_repsum_t),
+    [OFL_T_REPSUM_META] = sizeof(ofl_repsum_meta_t),
+    [OFL_T_REPSUM_WIDE] = sizeof(ofl_repsum_wide_t),
 };
 
 static const char *const ofl_type_names[OFL_T_COUNT] = {
@@ -262,6 +267,8 @@ static const char *const ofl_type_names[OFL_T_COUNT] = {
     [OFL_T_SHORT_INT] = "short_int",
     [OFL_T_LONG_DOUBLE_INT] = "long_double_int",
     [OFL_T_REPSUM] = "repsum",
+    [OFL_T_REPSUM_META] = "repsum_meta",
+    [OFL_T_REPSUM_WIDE] = "repsum_wide",
 };
 
 static const char *const ofl_op_names[OFL_OP_COUNT] = {

@@ -21,6 +21,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "alu/repsum_round.h"
+
 #define K OFL_REPSUM_K
 #define W OFL_REPSUM_W
 #define BIN_MASK ((INT64_C(1) << W) - 1)
@@ -28,7 +30,7 @@
 #define FLAGS_MASK (~(uint64_t) 0xffff)
 #define RS_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-typedef unsigned __int128 u128;
+typedef ofl_u128 u128;
 
 static inline unsigned meta_top(uint64_t meta)
 {
@@ -110,11 +112,10 @@ int ofl_repsum_inexact(const ofl_repsum_t *e)
     return LOW_NONE != low && (int) low < (int) meta_top(e->meta) - K + 1;
 }
 
-/* The finite value of an element rounded to nearest (ties to even) in a format
- * of prec significand bits whose smallest subnormal is 2^lsb_min: the result
- * is (-1)^*neg * mant * 2^scale with mant < 2^prec (0 for a zero). */
-static void round_element(const ofl_repsum_t *e, int prec, int lsb_min, int *neg,
-                          uint64_t *mant, int *scale)
+/* An element's exact value as a sign and the magnitude hi 2^2W + rest (rest <
+ * 2^2W) in units of 2^x: the bins carried into one number. */
+static inline void element_value(const ofl_repsum_t *e, int *neg, uint64_t *hi, u128 *rest,
+                                 int *x)
 {
     /* carry the bins into one number c0 * 2^2W + c1 * 2^W + c2, c1 and c2 in [0, 2^W) */
     int64_t c2 = e->c[2], c1 = e->c[1], c0 = e->c[0];
@@ -122,159 +123,46 @@ static void round_element(const ofl_repsum_t *e, int prec, int lsb_min, int *neg
     c2 &= BIN_MASK;
     c0 += c1 >> W;
     c1 &= BIN_MASK;
-    u128 rest = ((u128) (uint64_t) c1 << W) | (uint64_t) c2;
-    uint64_t hi;
+    u128 r = ((u128) (uint64_t) c1 << W) | (uint64_t) c2;
     *neg = c0 < 0;
     if (*neg) {
-        /* -(c0 2^2W + rest) = (-c0 - 1) 2^2W + (2^2W - rest), or -c0 2^2W if rest is 0 */
-        if (0 != rest) {
-            hi = (uint64_t) (-(c0 + 1));
-            rest = ((u128) 1 << (2 * W)) - rest;
+        /* -(c0 2^2W + r) = (-c0 - 1) 2^2W + (2^2W - r), or -c0 2^2W if r is 0 */
+        if (0 != r) {
+            *hi = (uint64_t) (-(c0 + 1));
+            r = ((u128) 1 << (2 * W)) - r;
         } else {
-            hi = (uint64_t) -c0;
+            *hi = (uint64_t) -c0;
         }
     } else {
-        hi = (uint64_t) c0;
+        *hi = (uint64_t) c0;
     }
-    int x = ((int) meta_top(e->meta) - K + 1) * W - 1074;
-    int sticky = 0;
-    if (hi >> 46) {
-        /* above 2^127: cut 16 bits (only the top prec + 1 matter, and a sticky bit) */
-        sticky = 0 != (rest & 0xffff);
-        rest >>= 16;
-        x += 16;
-        rest |= (u128) hi << (2 * W - 16);
-    } else {
-        rest |= (u128) hi << (2 * W);
-    }
-    u128 u = rest;
-    if (0 == u) {
-        *mant = 0;
-        *scale = 0;
-        return;
-    }
-    uint64_t uh = (uint64_t) (u >> 64);
-    int t = uh ? 127 - __builtin_clzll(uh) : 63 - __builtin_clzll((uint64_t) u);
-    int lsb = t + x - prec + 1;
-    if (lsb < lsb_min) {
-        lsb = lsb_min;
-    }
-    int sh = lsb - x;
-    if (sh <= 0) {
-        *mant = (uint64_t) (u << -sh);
-        *scale = lsb;
-        return;
-    }
-    if (sh >= 128) {
-        *mant = 0;   /* below half the smallest subnormal: u < 2^127 <= half */
-        *scale = lsb;
-        return;
-    }
-    uint64_t m = (uint64_t) (u >> sh);
-    u128 rem = u & (((u128) 1 << sh) - 1);
-    u128 half = (u128) 1 << (sh - 1);
-    if (rem > half || (rem == half && (sticky || (m & 1)))) {
-        ++m;
-        if (m >> prec) {
-            m >>= 1;
-            ++lsb;
-        }
-    }
-    *mant = m;
-    *scale = lsb;
-}
-
-/* mant * 2^scale (mant < 2^53, and below 2^52 only at the subnormal scale) as
- * a double's bits; infinity past the largest finite. */
-static inline double bits_double(int neg, uint64_t mant, int scale)
-{
-    uint64_t bits;
-    if (mant >> 52) {
-        int field = scale + 52 + 1023;   /* biased exponent of mant's top bit */
-        bits = field >= 0x7ff ? UINT64_C(0x7ff) << 52
-                              : ((uint64_t) field << 52) | (mant & ((UINT64_C(1) << 52) - 1));
-    } else {
-        bits = mant;   /* subnormal: scale is -1074 */
-    }
-    bits |= (uint64_t) neg << 63;
-    double v;
-    memcpy(&v, &bits, sizeof(v));
-    return v;
-}
-
-static inline float bits_float(int neg, uint64_t mant, int scale)
-{
-    uint32_t bits;
-    if (mant >> 23) {
-        int field = scale + 23 + 127;
-        bits = field >= 0xff ? UINT32_C(0xff) << 23
-                             : ((uint32_t) field << 23) | (uint32_t) (mant & ((1u << 23) - 1));
-    } else {
-        bits = (uint32_t) mant;   /* subnormal: scale is -149 */
-    }
-    bits |= (uint32_t) neg << 31;
-    float v;
-    memcpy(&v, &bits, sizeof(v));
-    return v;
-}
-
-/* NaN, infinities and signed zero first, as IEEE addition would give them. */
-static int special(const ofl_repsum_t *e, double *v)
-{
-    uint64_t f = e->meta;
-    if ((f & OFL_REPSUM_NAN) || ((f & OFL_REPSUM_PINF) && (f & OFL_REPSUM_NINF))) {
-        *v = NAN;
-        return 1;
-    }
-    if (f & OFL_REPSUM_PINF) {
-        *v = INFINITY;
-        return 1;
-    }
-    if (f & OFL_REPSUM_NINF) {
-        *v = -INFINITY;
-        return 1;
-    }
-    return 0;
+    *rest = r;
+    *x = ((int) meta_top(e->meta) - K + 1) * W - 1074;
 }
 
 void ofl_repsum_to_double(double *out, const ofl_repsum_t *in, size_t count)
 {
     for (size_t i = 0; i < count; ++i) {
-        double v;
-        if (special(&in[i], &v)) {
-            out[i] = v;
-            continue;
-        }
-        int neg, scale;
-        uint64_t mant;
-        round_element(&in[i], 53, -1074, &neg, &mant, &scale);
-        if (0 == mant) {
-            /* an exact zero is -0.0 only when every input was */
-            int negzero = neg || !(in[i].meta & OFL_REPSUM_NOT_NEGZERO);
-            out[i] = negzero ? -0.0 : 0.0;
-            continue;
-        }
-        out[i] = bits_double(neg, mant, scale);
+        int neg, x;
+        uint64_t hi;
+        u128 rest;
+        element_value(&in[i], &neg, &hi, &rest, &x);
+        int sticky;
+        u128 u = ofl_rs_join(hi, rest, &x, &sticky);
+        out[i] = ofl_rs_to_double(in[i].meta & FLAGS_MASK, neg, u, sticky, x);
     }
 }
 
 void ofl_repsum_to_float(float *out, const ofl_repsum_t *in, size_t count)
 {
     for (size_t i = 0; i < count; ++i) {
-        double s;
-        if (special(&in[i], &s)) {
-            out[i] = (float) s;
-            continue;
-        }
-        int neg, scale;
-        uint64_t mant;
-        round_element(&in[i], 24, -149, &neg, &mant, &scale);
-        if (0 == mant) {
-            int negzero = neg || !(in[i].meta & OFL_REPSUM_NOT_NEGZERO);
-            out[i] = negzero ? -0.0f : 0.0f;
-            continue;
-        }
-        out[i] = bits_float(neg, mant, scale);
+        int neg, x;
+        uint64_t hi;
+        u128 rest;
+        element_value(&in[i], &neg, &hi, &rest, &x);
+        int sticky;
+        u128 u = ofl_rs_join(hi, rest, &x, &sticky);
+        out[i] = ofl_rs_to_float(in[i].meta & FLAGS_MASK, neg, u, sticky, x);
     }
 }
 

@@ -8,7 +8,8 @@
  * sum of a multiset of inputs does not depend on the order or grouping of the
  * adds (see repsum.c for why dropping low bins does not either). The host
  * converts values into elements before the collective and the result back
- * after it, rounding once.
+ * after it, rounding once. repsum_wide.h computes the same results in two
+ * passes with fewer bytes (large counts, at most 128 terms).
  *
  * Guarantee (repsum.c has the argument): for at most OFL_REPSUM_MAX_TERMS
  * terms, the result is a function of the multiset of inputs only. When no

@@ -380,9 +380,10 @@ run t_coll 3 "$tiny_fallback" --quick $expect
 # shellcheck disable=SC2086
 COLL_SELECTION=$(echo "$COLL_SELECTION" | sed 's/--mca op \^avx//') run t_wrap 3 "$tiny_fallback" $expect
 # Reproducible sums: the same global data over np 1..8, every allreduce policy,
-# reduce trees of several shapes and radices, the layer below: every result the
-# exact sum (t_repsum checks in-process), and the same bytes in every run (the
-# hash each run prints). Then the info key on a communicator of an ordinary job.
+# reduce trees of several shapes and radices, the layer below, the binned and
+# the two-pass form of blocking calls: every result the exact sum (t_repsum
+# checks in-process), and the same bytes in every run (the hash each run
+# prints). Then the info key on a communicator of an ordinary job.
 repsum_hash=""
 repsum_bad=0
 run_repsum() {
@@ -406,6 +407,9 @@ for tree in "kary --mca coll_offload_reduce_radix 2" "knomial --mca coll_offload
     run_repsum 6 "--mca coll_offload_allreduce_policy tree --mca coll_offload_reduce_policy tree --mca coll_offload_reduce_tree $tree"
 done
 run_repsum 4 "--mca coll_offload_reduce_policy fallback --mca coll_offload_agent 0"
+# Blocking calls in the binned form only, and in the two-pass form from one real up
+run_repsum 4 "--mca coll_offload_repsum_two_pass_min -1"
+run_repsum 5 "--mca coll_offload_repsum_two_pass_min 0"
 # shellcheck disable=SC2086
 run_repsum 3 "$tiny_fallback"
 if [ "$repsum_bad" = 0 ]; then

@@ -16,6 +16,12 @@
  *          compare across runs. Without: MPI_COMM_WORLD must give ordinary sums
  *          (for np >= 3 some element differs from T), and a communicator
  *          duplicated with coll_offload_repsum=true reproducible ones.
+ *
+ * Counts run below and above coll_offload_repsum_two_pass_min (2048 reals by
+ * default): blocking calls above it take the two-pass form, nonblocking and
+ * persistent ones the binned form, and all must give the exact sum. Data whose
+ * binned sums drop bits (exponents over the whole range, NaN, infinities,
+ * signed zeros) check that the two forms agree bit for bit there too.
  */
 #include <complex.h>
 #include <float.h>
@@ -225,9 +231,80 @@ static void check_specials(MPI_Comm comm)
     t_check(DBL_MAX == recv[4], "DBL_MAX + DBL_MAX - DBL_MAX = %a, want DBL_MAX", recv[4]);
 }
 
+/* A value of this rank's whose binned sums drop bits: exponents over the whole
+ * range, and now and then NaN, an infinity or a signed zero. */
+static double spread_value(size_t i, int is_float)
+{
+    uint64_t x = t_mix(((uint64_t) rank << 32) ^ (i * 2654435761u) ^ (is_float ? 77 : 0));
+    double sign = (x >> 62) & 1 ? -1.0 : 1.0;
+    switch (x % 211) {
+    case 0:
+        return 0 == rank ? NAN : 1.0;
+    case 1:
+        return (x >> 20) & 1 ? INFINITY : -INFINITY;
+    case 2:
+        return -0.0;
+    case 3:
+        return 0.0;
+    default:
+        break;
+    }
+    int range = is_float ? 250 : 2040, low = is_float ? -140 : -1060;
+    double v = sign * ldexp(1.0 + (double) ((x >> 11) & 0xfffff) / 1048576.0,
+                            low + (int) ((x >> 32) % (uint64_t) range));
+    return is_float ? (double) (float) v : v;
+}
+
+/* The two forms of one sum agree bit for bit: the blocking calls of `count`
+ * reals (two-pass above coll_offload_repsum_two_pass_min), their nonblocking
+ * twins (binned), and blocking calls of a prefix below the crossover (binned). */
+static void check_forms_agree(MPI_Comm comm, int is_float, int count, int prefix)
+{
+    size_t rsize = is_float ? sizeof(float) : sizeof(double), bytes = (size_t) count * rsize;
+    MPI_Datatype dt = is_float ? MPI_FLOAT : MPI_DOUBLE;
+    char *send = malloc(bytes), *out[4];
+    for (int k = 0; k < 4; ++k) {
+        out[k] = malloc(bytes);
+        memset(out[k], 0x5a, bytes);
+    }
+    for (int i = 0; i < count; ++i) {
+        double v = spread_value((size_t) i, is_float);
+        if (is_float) {
+            ((float *) send)[i] = (float) v;
+        } else {
+            ((double *) send)[i] = v;
+        }
+    }
+    int root = np / 2;
+    MPI_Request req;
+    t_check_rc(MPI_Allreduce(send, out[0], count, dt, MPI_SUM, comm), "MPI_Allreduce");
+    t_check_rc(MPI_Iallreduce(send, out[1], count, dt, MPI_SUM, comm, &req), "MPI_Iallreduce");
+    t_check_rc(MPI_Wait(&req, MPI_STATUS_IGNORE), "MPI_Wait");
+    t_check_rc(MPI_Allreduce(send, out[2], prefix, dt, MPI_SUM, comm), "MPI_Allreduce prefix");
+    t_check(0 == memcmp(out[0], out[1], bytes), "%s x %d: blocking and nonblocking allreduce "
+            "differ", is_float ? "float" : "double", count);
+    t_check(0 == memcmp(out[0], out[2], (size_t) prefix * rsize), "%s x %d: the first %d sums "
+            "differ from a call of %d", is_float ? "float" : "double", count, prefix, prefix);
+    memset(out[2], 0x5a, bytes);
+    t_check_rc(MPI_Reduce(send, out[2], count, dt, MPI_SUM, root, comm), "MPI_Reduce");
+    t_check_rc(MPI_Ireduce(send, out[3], count, dt, MPI_SUM, root, comm, &req), "MPI_Ireduce");
+    t_check_rc(MPI_Wait(&req, MPI_STATUS_IGNORE), "MPI_Wait");
+    if (rank == root) {
+        t_check(0 == memcmp(out[0], out[2], bytes) && 0 == memcmp(out[0], out[3], bytes),
+                "%s x %d: reduce, ireduce and allreduce differ", is_float ? "float" : "double",
+                count);
+    }
+    free(send);
+    for (int k = 0; k < 4; ++k) {
+        free(out[k]);
+    }
+}
+
 static void check_comm(MPI_Comm comm, int reproducible, const char *name)
 {
-    static const int counts[] = { 1, 5, 300, 3000 };
+    /* 3000 and 20000 doubles, 9000 floats, 4100 and 4500 complex values: above
+     * the two-pass crossover (2048 reals) */
+    static const int counts[] = { 1, 5, 300, 3000, 20000 };
     int differs = 0;
     for (int form = 0; form < F_COUNT; ++form) {
         for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); ++c) {
@@ -235,12 +312,17 @@ static void check_comm(MPI_Comm comm, int reproducible, const char *name)
         }
         check_kind(K_FLOAT, 7, (form_t) form, comm, reproducible, &differs);
         check_kind(K_FLOAT, 1000, (form_t) form, comm, reproducible, &differs);
+        check_kind(K_FLOAT, 9000, (form_t) form, comm, reproducible, &differs);
         check_kind(K_CDOUBLE, 3, (form_t) form, comm, reproducible, &differs);
         check_kind(K_CDOUBLE, 700, (form_t) form, comm, reproducible, &differs);
+        check_kind(K_CDOUBLE, 4100, (form_t) form, comm, reproducible, &differs);
         check_kind(K_CFLOAT, 300, (form_t) form, comm, reproducible, &differs);
+        check_kind(K_CFLOAT, 4500, (form_t) form, comm, reproducible, &differs);
     }
     if (reproducible) {
         check_specials(comm);
+        check_forms_agree(comm, 0, 6000, 1500);
+        check_forms_agree(comm, 1, 5000, 2000);
     } else if (np >= 3) {
         /* the data do tell the two apart: ordinary sums lose the small atoms */
         int any = 0;

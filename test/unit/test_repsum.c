@@ -13,6 +13,7 @@
 
 #include "alu/alu.h"
 #include "alu/repsum.h"
+#include "alu/repsum_wide.h"
 #include "unit.h"
 
 /* ---- the exact reference: 2^-1074 .. 2^1100 in 32-bit limbs --------------- */
@@ -143,7 +144,7 @@ static int same_bits(double a, double b)
     return 0 == memcmp(&a, &b, sizeof(a));
 }
 
-#define MAXN 96
+#define MAXN 128   /* the two-pass form takes at most OFL_REPSUM_WIDE_MAX_TERMS */
 
 /* Sum the elements e[0..n) in a random tree: repeatedly combine two random
  * live partial sums (either operand order) through the ALU's kernel. */
@@ -396,11 +397,216 @@ static void test_complex(void)
           cimag(r1));
 }
 
+/* ---- the two-pass form: bit-identical to the binned one ------------------------ */
+
+/* Combine n elements of `size` bytes in a random tree through an ALU kernel,
+ * either operand order; the result is left in buf (first element). */
+static void tree_combine(void *buf, size_t size, int n, ofl_alu_fn fn)
+{
+    unsigned char *b = buf;
+    while (n > 1) {
+        int i = (int) (rnd() % (uint64_t) n), j = (int) (rnd() % (uint64_t) (n - 1));
+        if (j >= i) {
+            ++j;
+        }
+        int lo = i < j ? i : j, hi = i < j ? j : i;
+        if (rnd() & 1) {
+            fn(b + lo * size, b + i * size, b + j * size, 1);
+        } else {
+            fn(b + lo * size, b + j * size, b + i * size, 1);
+        }
+        memmove(b + hi * size, b + (n - 1) * size, size);
+        --n;
+    }
+}
+
+/* What a two-pass sum computes: every input's meta merged (pass 1), every
+ * input truncated under that final meta and the integers added (pass 2). The
+ * per-input arrays stand for the ranks' buffers. */
+static double wide_sum(const double *v, int n, ofl_repsum_meta_t *final)
+{
+    ofl_alu_fn merge = ofl_alu_lookup(OFL_OP_SUM, OFL_T_REPSUM_META);
+    ofl_alu_fn add = ofl_alu_lookup(OFL_OP_SUM, OFL_T_REPSUM_WIDE);
+    ofl_repsum_meta_t m[MAXN], g[MAXN];
+    ofl_repsum_wide_t w[MAXN];
+    ofl_repsum_meta_from_double(m, v, (size_t) n);
+    tree_combine(m, sizeof(m[0]), n, merge);
+    for (int i = 0; i < n; ++i) {
+        g[i] = m[0];   /* every rank has the allreduced meta */
+    }
+    ofl_repsum_wide_from_double(w, v, g, (size_t) n);
+    tree_combine(w, sizeof(w[0]), n, add);
+    double out;
+    ofl_repsum_wide_to_double(&out, w, m, 1);
+    *final = m[0];
+    return out;
+}
+
+static float wide_sum_float(const float *f, int n)
+{
+    ofl_alu_fn merge = ofl_alu_lookup(OFL_OP_SUM, OFL_T_REPSUM_META);
+    ofl_alu_fn add = ofl_alu_lookup(OFL_OP_SUM, OFL_T_REPSUM_WIDE);
+    ofl_repsum_meta_t m[MAXN], g[MAXN];
+    ofl_repsum_wide_t w[MAXN];
+    ofl_repsum_meta_from_float(m, f, (size_t) n);
+    tree_combine(m, sizeof(m[0]), n, merge);
+    for (int i = 0; i < n; ++i) {
+        g[i] = m[0];
+    }
+    ofl_repsum_wide_from_float(w, f, g, (size_t) n);
+    tree_combine(w, sizeof(w[0]), n, add);
+    float out;
+    ofl_repsum_wide_to_float(&out, w, m, 1);
+    return out;
+}
+
+enum { W_SPREAD = SETS, W_SPECIAL, W_SETS };
+
+/* The binned form's sets, exponents over the whole double range (the binned
+ * form is inexact there), and a mix with NaN, infinities and signed zeros. */
+static double draw_wide(int set)
+{
+    double sign = (rnd() & 1) ? -1.0 : 1.0;
+    if (W_SPREAD == set) {
+        return sign * ldexp(1.0 + rnd_unit(), (int) (rnd() % 2090) - 1070);
+    }
+    if (W_SPECIAL == set) {
+        static const double specials[] = { NAN, INFINITY, -INFINITY, -0.0, 0.0, 0x1p-1074 };
+        return (rnd() % 16) ? sign * ldexp(1.0 + rnd_unit(), (int) (rnd() % 200) - 100)
+                            : specials[rnd() % 6];
+    }
+    return draw(set);
+}
+
+static void test_wide_equals_binned(void)
+{
+    ofl_alu_fn add = ofl_alu_lookup(OFL_OP_SUM, OFL_T_REPSUM);
+    CHECK(NULL != ofl_alu_lookup(OFL_OP_SUM, OFL_T_REPSUM_META)
+          && NULL != ofl_alu_lookup(OFL_OP_SUM, OFL_T_REPSUM_WIDE)
+          && 2 == ofl_type_size(OFL_T_REPSUM_META) && 16 == ofl_type_size(OFL_T_REPSUM_WIDE),
+          "two-pass kernels registered");
+    int inexact = 0, exact = 0;
+    for (int set = 0; set < W_SETS; ++set) {
+        for (int trial = 0; trial < 120; ++trial) {
+            int n = trial % 4 ? 1 + (int) (rnd() % MAXN) : OFL_REPSUM_WIDE_MAX_TERMS;
+            double v[MAXN];
+            ofl_repsum_t e[MAXN];
+            exact_t ex = { { 0 } };
+            for (int i = 0; i < n; ++i) {
+                v[i] = draw_wide(set);
+                if (W_SPECIAL != set) {
+                    exact_add(&ex, v[i]);
+                }
+            }
+            ofl_repsum_from_double(e, v, (size_t) n);
+            ofl_repsum_t s = tree_sum(e, n, add);
+            double binned, wide;
+            ofl_repsum_to_double(&binned, &s, 1);
+            ofl_repsum_meta_t m;
+            wide = wide_sum(v, n, &m);
+            CHECK(same_bits(binned, wide), "%s, %d terms: two-pass %a, binned %a",
+                  W_SPREAD == set ? "spread" : W_SPECIAL == set ? "special" : set_names[set],
+                  n, wide, binned);
+            CHECK(ofl_repsum_meta_inexact(m) == ofl_repsum_inexact(&s), "inexact flags differ");
+            if (W_SPECIAL == set) {
+                continue;
+            }
+            if (ofl_repsum_meta_inexact(m)) {
+                ++inexact;
+            } else {
+                ++exact;
+                double want = exact_round(&ex, 53, -1074, 1023);
+                CHECK(same_bits(wide, want), "%d terms, exact: two-pass %a, exact sum %a", n,
+                      wide, want);
+            }
+        }
+    }
+    CHECK(inexact > 100 && exact > 300, "%d inexact and %d exact cases", inexact, exact);
+}
+
+static void test_wide_floats_and_extremes(void)
+{
+    ofl_alu_fn add = ofl_alu_lookup(OFL_OP_SUM, OFL_T_REPSUM);
+    int exact_floats = 0;
+    for (int trial = 0; trial < 200; ++trial) {
+        int n = trial % 4 ? 1 + (int) (rnd() % MAXN) : OFL_REPSUM_WIDE_MAX_TERMS;
+        float f[MAXN];
+        ofl_repsum_t e[MAXN];
+        exact_t ex = { { 0 } };
+        for (int i = 0; i < n; ++i) {
+            int spread = trial % 3 ? 30 : 270;
+            f[i] = (float) (((rnd() & 1) ? -1.0 : 1.0)
+                            * ldexp(1.0 + rnd_unit(), (int) (rnd() % spread) - spread / 2));
+            if (trial % 10 == 9) {
+                f[i] = (float) ldexp(rnd_unit(), -140 - (int) (rnd() % 9));   /* subnormal */
+            }
+            exact_add(&ex, f[i]);
+        }
+        ofl_repsum_from_float(e, f, (size_t) n);
+        ofl_repsum_t s = tree_sum(e, n, add);
+        float binned, wide = wide_sum_float(f, n);
+        ofl_repsum_to_float(&binned, &s, 1);
+        CHECK(0 == memcmp(&binned, &wide, sizeof(wide)), "float, %d terms: two-pass %a, "
+              "binned %a", n, wide, binned);
+        float want = (float) exact_round(&ex, 24, -149, 127);
+        exact_floats += !ofl_repsum_inexact(&s);
+        CHECK(ofl_repsum_inexact(&s) || 0 == memcmp(&wide, &want, sizeof(want)),
+              "float, %d terms, exact: two-pass %a, exact sum %a", n, wide, want);
+    }
+    CHECK(exact_floats > 100, "only %d exact float sums", exact_floats);
+    /* 128 terms each just under 2^(K W) in units of the lowest kept bin (top bit
+     * at bit 439 = the top of bin 10): the sum is just under 2^127, the most the
+     * integer holds, of either sign */
+    double top = ldexp(2.0 - ldexp(1.0, -52), 439 - 1074 - 1);
+    double big[MAXN];
+    for (int sign = -1; sign <= 1; sign += 2) {
+        for (int i = 0; i < OFL_REPSUM_WIDE_MAX_TERMS; ++i) {
+            big[i] = sign * top;
+        }
+        ofl_repsum_meta_t m;
+        double d = wide_sum(big, OFL_REPSUM_WIDE_MAX_TERMS, &m);
+        CHECK(d == sign * 128 * top && !ofl_repsum_meta_inexact(m), "128 x %a = %a", sign * top,
+              d);
+    }
+    for (int i = 0; i < OFL_REPSUM_WIDE_MAX_TERMS; ++i) {
+        big[i] = i < 64 ? -DBL_MAX : DBL_MAX * 0.5;
+    }
+    big[0] = DBL_MAX;
+    ofl_repsum_meta_t m;
+    double d = wide_sum(big, OFL_REPSUM_WIDE_MAX_TERMS, &m);
+    CHECK(isinf(d) && d < 0, "-63 DBL_MAX + DBL_MAX + 32 DBL_MAX = %a, want -Inf", d);
+    /* A tie at 53 bits just above 2^126 units of the lowest kept bin (2^-754):
+     * broken by one unit (the binned form cuts that unit into its sticky bit, the
+     * two-pass form keeps it; both round up), or not: ties to even, down from an
+     * even significand, up from an odd one (one more ulp, 2^74 units). */
+    for (int c = 0; c < 3; ++c) {
+        int n = 0;
+        for (; n < 86; ++n) {
+            big[n] = 1.5 * ldexp(1.0, -635);   /* 129 x 2^119 units in all */
+        }
+        big[n++] = ldexp(1.0, -681);           /* 2^73 units: half an ulp */
+        big[n++] = 0 == c ? ldexp(1.0, -754) : 2 == c ? ldexp(1.0, -680) : 0.0;
+        double want = 129 * ldexp(1.0, -635) + (1 == c ? 0 : 2 == c ? ldexp(1.0, -679)
+                                                               : ldexp(1.0, -680));
+        double binned = sum_of(big, n), wide = wide_sum(big, n, &m);
+        CHECK(want == binned && want == wide, "tie case %d: binned %a, two-pass %a, want %a", c,
+              binned, wide, want);
+    }
+    d = wide_sum((double[]) { -0.0, -0.0 }, 2, &m);
+    CHECK(0.0 == d && signbit(d), "two-pass -0 + -0 = %a", d);
+    d = wide_sum((double[]) { INFINITY, 1.0, -INFINITY }, 3, &m);
+    CHECK(isnan(d), "two-pass Inf - Inf = %a", d);
+    d = wide_sum((double[]) { ldexp(1.0, 100), 1.0 }, 2, &m);
+    CHECK(ofl_repsum_meta_inexact(m) && ldexp(1.0, 100) == d, "2^100 + 1 (1 dropped) = %a", d);
+}
+
 int main(void)
 {
     test_orders_and_reference();
     test_floats();
     test_special_values();
     test_complex();
+    test_wide_equals_binned();
+    test_wide_floats_and_extremes();
     return unit_report("test_repsum");
 }
