@@ -12,6 +12,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "coll_offload_queue.h"
 #include "glue.h"
 #include "opal/util/output.h"
 
@@ -36,7 +37,7 @@ static void module_construct(mca_coll_offload_module_t *m)
     m->super.coll_bcast_init = mca_coll_offload_bcast_init;
     m->super.coll_barrier_init = mca_coll_offload_barrier_init;
     mca_coll_offload_passthru_install(&m->super);
-    mca_coll_offload_nb_module_init(m);
+    mca_coll_offload_queue_module_init(m);
     mca_coll_offload_wrap_ops_retain();
 }
 
@@ -116,7 +117,7 @@ static void module_destruct(mca_coll_offload_module_t *m)
 {
     /* No instance is outstanding (each holds a reference on us); after this no
      * executor can reach the module. */
-    mca_coll_offload_nb_module_fini(m);
+    mca_coll_offload_queue_module_fini(m);
     release_nic(m);
     free(m->pack);
     m->pack = NULL;
