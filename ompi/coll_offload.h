@@ -176,20 +176,25 @@ int mca_coll_offload_init_query(bool enable_progress_threads, bool enable_mpi_th
 mca_coll_base_module_t *mca_coll_offload_comm_query(struct ompi_communicator_t *comm,
                                                     int *priority);
 
-/* Set the communicator's NIC up (collective). OMPI_SUCCESS with m->state READY
- * or DISABLED (every rank alike: the calls fall back); an error when this rank
- * cannot know what the others decided (the agreement itself failed here): the
- * call must return it, and the communicator is marked failed for the others. */
+/* Set the communicator's NIC up (collective; coll_offload_setup.c). OMPI_SUCCESS
+ * with m->state READY or DISABLED (every rank alike: the calls fall back); an
+ * error when this rank cannot know what the others decided (the agreement
+ * itself failed here): the call must return it, and the communicator is marked
+ * failed for the others. */
 int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm);
+/* Give back the NIC, the programs and the shared-memory share (coll_offload_module.c). */
+void mca_coll_offload_release_nic(mca_coll_offload_module_t *m);
 
-/* Parse coll_offload_inject (component open): 0, or -1 when it is malformed
- * (then nothing is injected). */
+/* Fault injection (coll_offload_inject.c). Parse coll_offload_inject (component
+ * open): 0, or -1 when it is malformed (then nothing is injected). */
 int mca_coll_offload_inject_parse(const char *text);
 /* Tests only: should `step` fail now on comm rank `rank`? Set-up steps count in
  * the process's first set-up only, OFL_INJECT_STAGE at its first staging only,
  * so that every later communicator works. With :kill the process SIGKILLs
  * itself here instead of returning. */
 int mca_coll_offload_inject(ofl_inject_t step, int rank);
+/* A set-up finished in this process (injections count the first one only). */
+void mca_coll_offload_inject_setup_done(void);
 
 /* The progress agent (coll_offload_agent.c): configure it from the MCA values
  * and start it where it should run; release what the start kept. */

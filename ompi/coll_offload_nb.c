@@ -264,8 +264,8 @@ int mca_coll_offload_allreduce_init(const void *sbuf, void *rbuf, int count,
         if (OMPI_SUCCESS != setup_rc) {
             return setup_rc;
         }
-        rc = reduction(m, comm, OFL_REQ_PERSISTENT, OFL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op,
-                       0, request, &why);
+        rc = reduction(m, comm, OFL_REQ_PERSISTENT, OFL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype,
+                       op, 0, request, &why);
     }
     if (OFL_R_OFFLOAD == why) {
         return rc;
