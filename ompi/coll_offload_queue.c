@@ -1,23 +1,6 @@
 /*
- * coll/offload — the execution queue: who runs a communicator's posted calls.
- *
- * Each module keeps its posted calls in post order, and one thread at a time
- * executes them, holding the module's executor lock (the agent item's
- * try-lock): the progress agent (one thread per process, started at the first
- * nonblocking post, asleep while nothing is outstanding), or an application
- * thread inside MPI (opal_progress in MPI_Wait/Test, or a blocking call queued
- * behind nonblocking ones). Only the oldest unfinished call of a module runs:
- * calls share the edges, and a later one consuming items before an earlier one
- * would hand back credits for slots the earlier one has not read yet. All
- * ranks post in the same order, so this never deadlocks.
- *
- * Posting a call advances the communicator's edge sequences as a blocking call
- * would, so all kinds interleave in whatever order the application calls them.
- *
- * Completion. The executor marks a call done and pushes it onto a lock-free
- * stack (or, in an application thread, a list of its own); the request layer
- * collects them through mca_coll_offload_queue_progress in an application
- * thread, where MPI requests may be completed.
+ * coll/offload — the execution queue: who runs a communicator's posted calls,
+ * and how (see coll_offload_queue.h).
  */
 #include "coll_offload_queue.h"
 
@@ -87,19 +70,17 @@ static inline void call_post(mca_coll_offload_module_t *m, mca_coll_offload_qcal
     }
 }
 
-static inline uint64_t cursor_sum(const ofl_inst_t *inst)
-{
-    uint64_t s = 0;
-    for (int q = 0; q < OFL_PROG_MAX_QUEUES; ++q) {
-        s += inst->cursor[q];
-    }
-    return s;
-}
-
 /* A number that grows whenever a posted call moves (the executor's idle test). */
 static inline uint64_t call_mark(const mca_coll_offload_qcall_t *qc)
 {
-    return qc->board ? (uint64_t) (qc->bc.posted + qc->bc.missing) : cursor_sum(&qc->inst);
+    if (qc->board) {
+        return (uint64_t) (qc->bc.posted + qc->bc.missing);
+    }
+    uint64_t s = 0;
+    for (int q = 0; q < OFL_PROG_MAX_QUEUES; ++q) {
+        s += qc->inst.cursor[q];
+    }
+    return s;
 }
 
 static inline double liveness_period(void)
@@ -459,13 +440,6 @@ static int board_first(mca_coll_offload_module_t *m, mca_coll_offload_qcall_t *q
     return 0;
 }
 
-static void post_reset(mca_coll_offload_qcall_t *qc)
-{
-    qc->status = OFL_WAIT_OK;
-    qc->error = 0;
-    qc->done = 0;
-}
-
 int mca_coll_offload_queue_post(mca_coll_offload_module_t *m, mca_coll_offload_qcall_t *qc,
                                 const ofl_program_t *prog, const ofl_call_t *call)
 {
@@ -476,7 +450,9 @@ int mca_coll_offload_queue_post(mca_coll_offload_module_t *m, mca_coll_offload_q
      * segments before the call returns), worth a system call to wake the agent
      * and the peers' agents on arrival. A blocking call is driven by its
      * caller. */
-    post_reset(qc);
+    qc->status = OFL_WAIT_OK;
+    qc->error = 0;
+    qc->done = 0;
     if (qc->board && !qc->blocking && 0 == __atomic_load_n(&m->nactive, __ATOMIC_ACQUIRE)) {
         call_post(m, qc, NULL, call);
         return board_first(m, qc);

@@ -3,12 +3,24 @@
  * the component; coll_offload_queue.c).
  *
  * Nonblocking and persistent calls, and blocking ones while any of those is
- * outstanding, run as queued calls in post order; one thread at a time executes
- * a module's queue, holding its executor lock (the agent item's try-lock): the
- * progress agent, or an application thread inside MPI. Both kinds of entry
- * point call down into this file; it knows nothing of MPI requests: a finished
- * nonblocking call is handed back to the request layer by
- * mca_coll_offload_queue_progress, which an application thread calls.
+ * outstanding, run as queued calls. Each module keeps its posted calls in post
+ * order, and one thread at a time executes them, holding the module's executor
+ * lock (the agent item's try-lock): the progress agent (one thread per
+ * process, started at the first nonblocking post, asleep while nothing is
+ * outstanding), or an application thread inside MPI (opal_progress in
+ * MPI_Wait/Test, or a blocking call queued behind nonblocking ones). Only the
+ * oldest unfinished call of a module runs: calls share the edges, and a later
+ * one consuming items before an earlier one would hand back credits for slots
+ * the earlier one has not read yet. All ranks post in the same order, so this
+ * never deadlocks. Posting a call advances the communicator's edge sequences
+ * as a blocking call would, so all kinds interleave in whatever order the
+ * application calls them.
+ *
+ * Both kinds of entry point call down into this file; it knows nothing of MPI
+ * requests. The executor marks a call done and pushes it onto a lock-free
+ * stack (or, in an application thread, a list of its own); the request layer
+ * collects finished calls through mca_coll_offload_queue_progress in an
+ * application thread, where MPI requests may be completed.
  */
 #ifndef MCA_COLL_OFFLOAD_QUEUE_H
 #define MCA_COLL_OFFLOAD_QUEUE_H
