@@ -15,6 +15,7 @@
 #include "glue.h"
 #include "opal/util/info.h"
 #include "opal/util/output.h"
+#include "opal/util/show_help.h"
 
 static int net_warned;
 
@@ -152,10 +153,9 @@ static void net_setup(hier_module_t *h)
         return;
     }
     if (!__atomic_exchange_n(&net_warned, 1, __ATOMIC_RELAXED)) {
-        opal_output(0, "coll:offload: the node leaders' level stays with the component below: "
-                    "the libfabric NIC (provider %s) did not start on every node leader%s%s",
-                    *c->params.ofi_provider ? c->params.ofi_provider : "automatic",
-                    ok ? "" : "; here: ", ok ? "" : why);
+        opal_show_help(OFL_GLUE_HELP_FILE, "leaders-no-ofi", true,
+                       *c->params.ofi_provider ? c->params.ofi_provider : "automatic",
+                       ok ? "" : "; here: ", ok ? "" : why);
     }
     net_release(h);
 }

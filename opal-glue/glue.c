@@ -3,13 +3,17 @@
  */
 #include "glue.h"
 
+#include <dlfcn.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "opal/mca/base/mca_base_pvar.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/mca/base/mca_base_var_enum.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
+#include "opal/util/show_help.h"
 
 static const mca_base_var_enum_value_t tree_kinds[] = {
     { OFL_TREE_KARY, "kary" },
@@ -360,6 +364,21 @@ static int pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
     return OPAL_SUCCESS;
 }
 
+void ofl_glue_help_init(const void *anchor)
+{
+    static int added;
+    Dl_info info;
+    if (added || 0 == dladdr(anchor, &info) || NULL == info.dli_fname) {
+        return;
+    }
+    const char *slash = strrchr(info.dli_fname, '/');
+    char *dir = NULL != slash ? strndup(info.dli_fname, (size_t) (slash - info.dli_fname)) : NULL;
+    if (NULL != dir && OPAL_SUCCESS == opal_show_help_add_dir(dir)) {
+        added = 1;
+    }
+    free(dir);
+}
+
 int ofl_glue_parse_policies(mca_coll_offload_params_t *p)
 {
     int slots = 1;
@@ -371,10 +390,9 @@ int ofl_glue_parse_policies(mca_coll_offload_params_t *p)
         char err[160];
         if (0 != ofl_policy_parse(p->policy_text[k], &p->policy[k], err,
                                   sizeof(err))) {
-            opal_output(0, "coll:offload: coll_offload_%s_policy=\"%s\": %s; using \"%s\"",
-                        ofl_coll_name((ofl_coll_t) k),
-                        p->policy_text[k] ? p->policy_text[k] : "", err,
-                        default_policy[k]);
+            opal_show_help(OFL_GLUE_HELP_FILE, "bad-policy", true, ofl_coll_name((ofl_coll_t) k),
+                           p->policy_text[k] ? p->policy_text[k] : "", err,
+                           default_policy[k]);
             ofl_policy_parse(default_policy[k], &p->policy[k], err, sizeof(err));
         }
     }
