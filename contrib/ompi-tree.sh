@@ -35,6 +35,9 @@ cp "$top"/ompi/*.[ch] "$dest/ompi/"
 # which an Open MPI source tree has.
 cp "$top"/opal-glue/*.[ch] "$dest/opal-glue/"
 cp "$top/contrib/ompi-tree/configure.m4" "$dest/"
+# The help file, installed with Open MPI's own (found without the stand-alone
+# build's search directory).
+cp "$top/ompi/help-coll-offload.txt" "$dest/"
 
 # The words of an automake variable's value (continuation lines joined).
 am_words() {

@@ -145,18 +145,18 @@ typedef struct {
     int warned;
     mca_coll_offload_repsum_t repsum;
 
-    /* Posted instances (coll_offload_nb.c). Nonblocking and persistent calls,
-     * and blocking ones while any of those is outstanding, run as instances in
-     * post order; one thread at a time executes them (item.busy, the executor
-     * lock): the NIC's CREDIT counters have one writer and its credit cache is
-     * per rank. Touched with __atomic builtins where noted. */
+    /* The execution queue (coll_offload_queue.c). Nonblocking and persistent
+     * calls, and blocking ones while any of those is outstanding, run as queued
+     * calls in post order; one thread at a time executes them (item.busy, the
+     * executor lock): the NIC's CREDIT counters have one writer and its credit
+     * cache is per rank. Touched with __atomic builtins where noted. */
     ofl_agent_item_t item;    /* executor lock; on the agent's list once linked */
     int item_linked;
     int nactive;              /* atomic: posted and not finished */
-    struct mca_coll_offload_req *incoming;   /* atomic LIFO of posts, newest first */
-    struct mca_coll_offload_req *run_head;   /* executor's: active, in post order */
-    struct mca_coll_offload_req *run_tail;
-    struct mca_coll_offload_req *blocking_req;  /* the blocking call's instance */
+    struct mca_coll_offload_qcall *incoming;   /* atomic LIFO of posts, newest first */
+    struct mca_coll_offload_qcall *run_head;   /* executor's: active, in post order */
+    struct mca_coll_offload_qcall *run_tail;
+    struct mca_coll_offload_qcall *blocking_call;  /* a blocking call's, once activated */
     int failed;               /* executor's: a fault stopped this NIC for good */
     int fail_status;          /* ofl_wait_status_t, and what was awaited: */
     int fail_error;           /* -errno of a failed read of a peer's memory, or
@@ -176,25 +176,30 @@ int mca_coll_offload_init_query(bool enable_progress_threads, bool enable_mpi_th
 mca_coll_base_module_t *mca_coll_offload_comm_query(struct ompi_communicator_t *comm,
                                                     int *priority);
 
-/* Set the communicator's NIC up (collective). OMPI_SUCCESS with m->state READY
- * or DISABLED (every rank alike: the calls fall back); an error when this rank
- * cannot know what the others decided (the agreement itself failed here): the
- * call must return it, and the communicator is marked failed for the others. */
+/* Set the communicator's NIC up (collective; coll_offload_setup.c). OMPI_SUCCESS
+ * with m->state READY or DISABLED (every rank alike: the calls fall back); an
+ * error when this rank cannot know what the others decided (the agreement
+ * itself failed here): the call must return it, and the communicator is marked
+ * failed for the others. */
 int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm);
+/* Give back the NIC, the programs and the shared-memory share (coll_offload_module.c). */
+void mca_coll_offload_release_nic(mca_coll_offload_module_t *m);
 
-/* Parse coll_offload_inject (component open): 0, or -1 when it is malformed
- * (then nothing is injected). */
+/* Fault injection (coll_offload_inject.c). Parse coll_offload_inject (component
+ * open): 0, or -1 when it is malformed (then nothing is injected). */
 int mca_coll_offload_inject_parse(const char *text);
 /* Tests only: should `step` fail now on comm rank `rank`? Set-up steps count in
  * the process's first set-up only, OFL_INJECT_STAGE at its first staging only,
  * so that every later communicator works. With :kill the process SIGKILLs
  * itself here instead of returning. */
 int mca_coll_offload_inject(ofl_inject_t step, int rank);
+/* A set-up finished in this process (injections count the first one only). */
+void mca_coll_offload_inject_setup_done(void);
 
-/* Where the progress agent should run (coll_offload_agent.c): a cpuset to
- * free with hwloc_bitmap_free, or NULL (leave it as started); *why says which
- * and why, for verbose output. */
-hwloc_bitmap_t mca_coll_offload_agent_cpuset(char *why, size_t len);
+/* The progress agent (coll_offload_agent.c): configure it from the MCA values
+ * and start it where it should run; release what the start kept. */
+void mca_coll_offload_agent_start(ofl_agent_t *agent);
+void mca_coll_offload_agent_release(void);
 
 /* The node-aware module for an intra-communicator that spans nodes
  * (coll_offload_hier.c). */
@@ -247,21 +252,9 @@ int mca_coll_offload_bcast_init(void *buf, int count, struct ompi_datatype_t *dt
 int mca_coll_offload_barrier_init(struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                   ompi_request_t **request, mca_coll_base_module_t *module);
 
-/* Per module: set up at construction, torn down by the destructor. */
-void mca_coll_offload_nb_module_init(mca_coll_offload_module_t *m);
-void mca_coll_offload_nb_module_fini(mca_coll_offload_module_t *m);
-/* Component close: stop the agent, unregister the progress callback. */
+/* Component close: complete what is left, stop the agent, unregister the
+ * progress callback (coll_offload_request.c). */
 void mca_coll_offload_nb_close(void);
-
-/* A blocking call on a module with instances outstanding: queue it behind them
- * and execute until it is done (`board`: a board call, prog unused). Returns the
- * wait status; on a failure *peer and the blocker (*cnt, *have, *need) describe
- * what it waited for. */
-ofl_wait_status_t mca_coll_offload_nb_blocking(mca_coll_offload_module_t *m,
-                                               const ofl_program_t *prog,
-                                               const ofl_call_t *call, int board, int *peer,
-                                               int *cnt, uint64_t *have, int64_t *need,
-                                               int *error);
 
 /* Does the board take this call: the policy chose it, the communicator may use
  * the board, and the payload fits? (Nonblocking and persistent calls too.) */

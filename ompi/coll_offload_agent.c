@@ -1,16 +1,19 @@
 /*
- * coll/offload — where the progress agent thread runs: a core no rank of this
- * node is bound to, from hwloc's topology and the launcher's per-process
- * cpusets (PMIx). Placement only; the agent itself is src/engine/agent.c, and
- * coll_offload_nb.c starts it.
+ * coll/offload — the progress agent thread: how it is configured from the MCA
+ * values, and where it runs: a core no rank of this node is bound to, from
+ * hwloc's topology and the launcher's per-process cpusets (PMIx). The agent
+ * itself is src/engine/agent.c; coll_offload_queue.c owns it and starts it
+ * through here.
  */
 #include "coll_offload.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ompi/proc/proc.h"
 #include "opal/mca/hwloc/base/base.h"
+#include "opal/util/output.h"
 
 static void cpu_set_describe(hwloc_const_bitmap_t set, char *buf, size_t len)
 {
@@ -23,11 +26,92 @@ static void cpu_set_describe(hwloc_const_bitmap_t set, char *buf, size_t len)
     free(text);
 }
 
+/* The union of the cpusets of this node's ranks into `used`, and this rank's
+ * place among them. 1 when some local rank is not bound at all. */
+static int local_ranks_cpuset(hwloc_bitmap_t used, hwloc_bitmap_t one, unsigned *local_rank)
+{
+    ompi_communicator_t *world = &ompi_mpi_comm_world.comm;
+    int n = ompi_comm_size(world);
+    int me = ompi_comm_rank(world);
+    *local_rank = 0;
+    for (int r = 0; r < n; ++r) {
+        ompi_proc_t *proc = ompi_comm_peer_lookup(world, r);
+        if (NULL == proc || (r != me && !OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags))) {
+            continue;
+        }
+        *local_rank += r < me;
+        char *cpus = NULL;
+        int rc;
+        OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OFL_KEY_CPUSET, &proc->super.proc_name, &cpus,
+                                       OFL_KEY_STRING);
+        int unbound = OPAL_SUCCESS != rc || NULL == cpus
+                      || 0 != hwloc_bitmap_list_sscanf(one, cpus) || hwloc_bitmap_iszero(one);
+        free(cpus);
+        if (unbound) {
+            return 1;
+        }
+        hwloc_bitmap_or(used, used, one);
+    }
+    return 0;
+}
+
+/* The `pick`th core (in logical order) whose allowed PUs all lie in `spare`,
+ * into `set`; with pick < 0, only count them. Returns the count, or the core. */
+static int spare_cores(hwloc_topology_t topo, hwloc_const_bitmap_t allowed,
+                       hwloc_const_bitmap_t spare, hwloc_bitmap_t one, int pick,
+                       hwloc_bitmap_t set, hwloc_obj_t *core_out)
+{
+    int ncores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+    int k = 0;
+    for (int i = 0; i < ncores; ++i) {
+        hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, (unsigned) i);
+        hwloc_bitmap_and(one, core->cpuset, allowed);
+        if (hwloc_bitmap_iszero(one) || !hwloc_bitmap_isincluded(one, spare)) {
+            continue;
+        }
+        if (k++ == pick) {
+            hwloc_bitmap_copy(set, one);
+            *core_out = core;
+            return k;
+        }
+    }
+    return k;
+}
+
+/* With every rank bound: a core none of them uses, else their spare PUs, else
+ * every allowed PU. */
+static void place_beside(hwloc_topology_t topo, hwloc_const_bitmap_t allowed,
+                         hwloc_const_bitmap_t used, hwloc_bitmap_t one, unsigned local_rank,
+                         hwloc_bitmap_t set, char *why, size_t len)
+{
+    char pus[128];
+    hwloc_bitmap_t spare = hwloc_bitmap_alloc();
+    hwloc_bitmap_andnot(spare, allowed, used);
+    int nfree = spare_cores(topo, allowed, spare, one, -1, NULL, NULL);
+    if (nfree > 0) {
+        hwloc_obj_t core = NULL;
+        spare_cores(topo, allowed, spare, one, (int) (local_rank % (unsigned) nfree), set, &core);
+        cpu_set_describe(set, pus, sizeof(pus));
+        snprintf(why, len, "bound to core %u (PUs %s), which no local rank uses",
+                 core->logical_index, pus);
+    } else if (!hwloc_bitmap_iszero(spare)) {
+        hwloc_bitmap_copy(set, spare);
+        cpu_set_describe(set, pus, sizeof(pus));
+        snprintf(why, len, "bound to PUs %s, which no local rank uses", pus);
+    } else {
+        hwloc_bitmap_copy(set, allowed);
+        snprintf(why, len, "unbound: every core has a local rank bound to it");
+    }
+    hwloc_bitmap_free(spare);
+}
+
 /* Where the agent runs: a core that no rank on this node is bound to (spread
  * over such cores by local rank), else unbound — every allowed PU — when each
  * core has a rank or some local rank is not bound at all (it may run anywhere).
- * Ranks' bindings come from the launcher's per-process cpuset (PMIx). */
-hwloc_bitmap_t mca_coll_offload_agent_cpuset(char *why, size_t len)
+ * Ranks' bindings come from the launcher's per-process cpuset (PMIx). A cpuset
+ * to free with hwloc_bitmap_free, or NULL (leave it as started); *why says
+ * which and why, for verbose output. */
+static hwloc_bitmap_t agent_cpuset(char *why, size_t len)
 {
     if (!mca_coll_offload_component.params.agent_bind) {
         snprintf(why, len, "left as started (coll_offload_agent_bind=0)");
@@ -42,70 +126,70 @@ hwloc_bitmap_t mca_coll_offload_agent_cpuset(char *why, size_t len)
     hwloc_bitmap_t used = hwloc_bitmap_alloc();
     hwloc_bitmap_t one = hwloc_bitmap_alloc();
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
-    int unbound = 0;
     unsigned local_rank = 0;   /* my place among this node's ranks */
-    ompi_communicator_t *world = &ompi_mpi_comm_world.comm;
-    int n = ompi_comm_size(world);
-    int me = ompi_comm_rank(world);
-    for (int r = 0; r < n && !unbound; ++r) {
-        ompi_proc_t *proc = ompi_comm_peer_lookup(world, r);
-        if (NULL == proc || (r != me && !OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags))) {
-            continue;
-        }
-        local_rank += r < me;
-        char *cpus = NULL;
-        int rc;
-        OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OFL_KEY_CPUSET, &proc->super.proc_name, &cpus,
-                                       OFL_KEY_STRING);
-        if (OPAL_SUCCESS != rc || NULL == cpus || 0 != hwloc_bitmap_list_sscanf(one, cpus)
-            || hwloc_bitmap_iszero(one)) {
-            unbound = 1;
-        } else {
-            hwloc_bitmap_or(used, used, one);
-        }
-        free(cpus);
-    }
-    char pus[128];
-    if (unbound) {
+    if (local_ranks_cpuset(used, one, &local_rank)) {
         hwloc_bitmap_copy(set, allowed);
         snprintf(why, len, "unbound: a rank on this node is not bound to cores");
     } else {
-        hwloc_bitmap_t spare = hwloc_bitmap_alloc();
-        hwloc_bitmap_andnot(spare, allowed, used);
-        int ncores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
-        int nfree = 0;
-        for (int i = 0; i < ncores; ++i) {
-            hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, (unsigned) i);
-            hwloc_bitmap_and(one, core->cpuset, allowed);
-            nfree += !hwloc_bitmap_iszero(one) && hwloc_bitmap_isincluded(one, spare);
-        }
-        if (nfree > 0) {
-            int pick = (int) (local_rank % (unsigned) nfree);
-            for (int i = 0, k = 0; i < ncores; ++i) {
-                hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, (unsigned) i);
-                hwloc_bitmap_and(one, core->cpuset, allowed);
-                if (hwloc_bitmap_iszero(one) || !hwloc_bitmap_isincluded(one, spare)) {
-                    continue;
-                }
-                if (k++ == pick) {
-                    hwloc_bitmap_copy(set, one);
-                    cpu_set_describe(set, pus, sizeof(pus));
-                    snprintf(why, len, "bound to core %u (PUs %s), which no local rank uses",
-                             core->logical_index, pus);
-                    break;
-                }
-            }
-        } else if (!hwloc_bitmap_iszero(spare)) {
-            hwloc_bitmap_copy(set, spare);
-            cpu_set_describe(set, pus, sizeof(pus));
-            snprintf(why, len, "bound to PUs %s, which no local rank uses", pus);
-        } else {
-            hwloc_bitmap_copy(set, allowed);
-            snprintf(why, len, "unbound: every core has a local rank bound to it");
-        }
-        hwloc_bitmap_free(spare);
+        place_beside(topo, allowed, used, one, local_rank, set, why, len);
     }
     hwloc_bitmap_free(used);
     hwloc_bitmap_free(one);
     return set;
+}
+
+static hwloc_bitmap_t agent_set;   /* where the agent runs; NULL: as born */
+
+/* Runs first in the agent thread: hwloc only, no MPI. */
+static void agent_started(void *ctx)
+{
+    ofl_agent_t *agent = ctx;
+    if (NULL != agent_set) {
+        hwloc_set_cpubind(opal_hwloc_topology, agent_set, HWLOC_CPUBIND_THREAD);
+    }
+    if (0 != agent->rt_failed) {
+        opal_output(0,
+                    "coll:offload: coll_offload_agent_preempt=2: the progress agent may not "
+                    "run in the real-time class (%s: needs CAP_SYS_NICE or an RLIMIT_RTPRIO "
+                    "above 0); it runs in the normal class",
+                    strerror(agent->rt_failed));
+    }
+}
+
+void mca_coll_offload_agent_start(ofl_agent_t *agent)
+{
+    const mca_coll_offload_params_t *p = &mca_coll_offload_component.params;
+    int output = mca_coll_offload_component.output;
+    char why[256];
+    /* With coll_offload_agent_nap the agent naps between idle rounds instead of
+     * yielding (from the first one: a yield can cost a whole time slice of a
+     * rank computing on the same core), and asks for a scheduler slice as short
+     * as a nap. */
+    agent->yield_rounds = 0;
+    agent->nap_ns = (long) (p->agent_nap * 1000.0);
+    agent->slice_ns = agent->nap_ns;
+    agent->sched_class = p->agent_preempt >= 2   ? OFL_AGENT_RT
+                         : 1 == p->agent_preempt ? OFL_AGENT_NORMAL
+                                                 : OFL_AGENT_BATCH;
+    agent->kick_delay_ns = (long) (p->agent_kick_delay * 1000.0);
+    agent->linger_ns = (long) (p->agent_linger * 1000.0);
+    agent->linger_nap_ns = 200000;
+    agent_set = agent_cpuset(why, sizeof(why));
+    int err = ofl_agent_start(agent, agent_started, agent);
+    if (0 != err) {
+        opal_output(output,
+                    "coll:offload: cannot start the progress agent (%s); nonblocking "
+                    "collectives progress inside MPI calls only",
+                    strerror(err));
+    } else {
+        opal_output_verbose(1, output, "coll:offload: progress agent started, %s", why);
+    }
+}
+
+void mca_coll_offload_agent_release(void)
+{
+    if (NULL != agent_set) {
+        hwloc_bitmap_free(agent_set);
+        agent_set = NULL;
+    }
 }

@@ -10,6 +10,7 @@
 #include "glue.h"
 #include "ompi/proc/proc.h"
 #include "opal/util/output.h"
+#include "opal/util/show_help.h"
 
 static int offload_register(void);
 static int offload_open(void);
@@ -112,11 +113,9 @@ static int offload_open(void)
     mca_coll_offload_component_t *c = &mca_coll_offload_component;
     c->output = opal_output_open(NULL);
     opal_output_set_verbosity(c->output, c->params.verbose);
+    ofl_glue_help_init(&mca_coll_offload_component);
     if (0 != mca_coll_offload_inject_parse(c->params.inject)) {
-        opal_output(0,
-                    "coll:offload: coll_offload_inject \"%s\" is not a list of "
-                    "STEP:RANK[:kill]; nothing is injected",
-                    c->params.inject);
+        opal_show_help(OFL_GLUE_HELP_FILE, "bad-inject", true, c->params.inject);
     }
     return ofl_glue_parse_policies(&c->params);
 }

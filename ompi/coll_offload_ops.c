@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "coll_offload_queue.h"
 #include "glue.h"
 #include "ompi/datatype/ompi_datatype.h"
 #include "opal/datatype/opal_convertor.h"
@@ -56,15 +57,15 @@ static inline void offload_note(ofl_coll_t coll, const ofl_call_t *call, const c
 }
 
 /* Nonblocking calls are outstanding: a blocking call (program or board) queues
- * behind them and runs under the executor lock (coll_offload_nb.c). */
+ * behind them and runs under the executor lock (coll_offload_queue.c). */
 static int run_queued(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_t *prog,
                       const ofl_call_t *call, int board, struct ompi_communicator_t *comm)
 {
     int who = -1, cnt = OFL_CNT_DATA * OFL_CHANNELS, error = 0;
     uint64_t have = 0;
     int64_t need = 0;
-    ofl_wait_status_t st = mca_coll_offload_nb_blocking(m, prog, call, board, &who, &cnt, &have,
-                                                        &need, &error);
+    ofl_wait_status_t st = mca_coll_offload_queue_blocking(m, prog, call, board, &who, &cnt,
+                                                           &have, &need, &error);
     if (OPAL_LIKELY(OFL_WAIT_OK == st)) {
         return OMPI_SUCCESS;
     }

@@ -3,11 +3,17 @@
  */
 #include "glue.h"
 
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "opal/mca/base/mca_base_pvar.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/mca/base/mca_base_var_enum.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
+#include "opal/util/show_help.h"
 
 static const mca_base_var_enum_value_t tree_kinds[] = {
     { OFL_TREE_KARY, "kary" },
@@ -63,7 +69,179 @@ static int reg_tree(const mca_base_component_t *c, const char *name, const char 
     return rc;
 }
 
-int ofl_glue_register_params(const mca_base_component_t *c, mca_coll_offload_params_t *p)
+/* One MCA variable of the params struct: its name, type, level, field, help. */
+typedef enum { VAR_INT, VAR_SIZE, VAR_DOUBLE, VAR_TREE, VAR_STRING } var_kind_t;
+
+typedef struct {
+    const char *name;
+    var_kind_t kind;
+    mca_base_var_info_lvl_t lvl;   /* (trees: always level 5) */
+    size_t offset;                 /* in mca_coll_offload_params_t */
+    const char *help;
+} glue_var_t;
+
+#define PARAM(field) offsetof(mca_coll_offload_params_t, field)
+
+/* Registered first, in this order (ompi_info lists them so). */
+static const glue_var_t early_vars[] = {
+    { "priority", VAR_INT, OPAL_INFO_LVL_6, PARAM(priority),
+      "Priority of coll/offload (tuned is 30: the default makes offload the first choice)" },
+    { "repsum", VAR_INT, OPAL_INFO_LVL_4, PARAM(repsum),
+      "Reproducible sums: 1 makes MPI_SUM on float, double and their complex types "
+      "bitwise identical whatever the number of ranks, the data's distribution over "
+      "them, the algorithm, tree, radix or hierarchy (each value is carried as "
+      "binned integers summed on the NIC and rounded once at the end; within 1 ulp "
+      "of the exact sum, see the README for the cost). 0: ordinary sums. A "
+      "communicator's info key coll_offload_repsum (\"true\"/\"false\") overrides "
+      "this; every rank must say the same" },
+    { "repsum_two_pass_min", VAR_INT, OPAL_INFO_LVL_5, PARAM(repsum_two_pass_min),
+      "Reproducible sums: blocking MPI_Allreduce and MPI_Reduce of at least this many "
+      "reals (complex values count two) on communicators of at most 128 ranks take the "
+      "two-pass form (18 bytes per real on the wire instead of 32; bit-identical "
+      "results). -1: never. Every rank must say the same" },
+    { "verbose", VAR_INT, OPAL_INFO_LVL_9, PARAM(verbose),
+      "Verbosity: 1 set-up and faults, 10 every offload/fallback decision, "
+      "50 dump each rank's descriptor programs" },
+    { "reduce_tree", VAR_TREE, OPAL_INFO_LVL_5, PARAM(reduce_tree),
+      "Shape of the reduction tree (also carries allreduce/barrier results back): "
+      "kary, knomial or flat" },
+    { "reduce_radix", VAR_INT, OPAL_INFO_LVL_5, PARAM(reduce_radix),
+      "Radix of the reduction tree (2..64; ignored by flat)" },
+    { "bcast_tree", VAR_TREE, OPAL_INFO_LVL_5, PARAM(bcast_tree),
+      "Shape of the broadcast tree: kary, knomial or flat" },
+    { "bcast_radix", VAR_INT, OPAL_INFO_LVL_5, PARAM(bcast_radix),
+      "Radix of the broadcast tree (2..64; ignored by flat)" },
+    { "segment_size", VAR_SIZE, OPAL_INFO_LVL_5, PARAM(segment_size),
+      "Bytes of a mailbox slot at most, the largest segment: messages are cut into "
+      "segments (about 8 per message, at least 16 KiB, at most a slot) that are "
+      "combined and forwarded one by one (pipelining); slots are smaller where "
+      "coll_offload_shm_budget needs it" },
+    { "shm_budget", VAR_SIZE, OPAL_INFO_LVL_4, PARAM(shm_budget),
+      "Bytes of node shared memory a communicator may use per rank, at most: its "
+      "segment's mailbox slots are sized so that header, counters, board and the "
+      "slots of every stream a rank receives on, divided among its ranks, fit (the "
+      "more ranks, the smaller the slots and the more segments a large message is "
+      "cut into, never beyond coll_offload_segment_size); a communicator whose "
+      "streams cannot have one page each within it uses the fallback component" },
+    { "shm_cap", VAR_SIZE, OPAL_INFO_LVL_4, PARAM(shm_cap),
+      "Bytes of node shared memory this job's communicators may use together on a "
+      "node: each process counts its share of every communicator it sets up (the "
+      "bound above, at most coll_offload_shm_budget) against this divided by the "
+      "job's processes on the node; a communicator that would pass it on any rank "
+      "uses the fallback component on every rank (one warning), and a freed one gives "
+      "its share back. 0: a quarter of the size of /dev/shm" },
+    { "slots", VAR_INT, OPAL_INFO_LVL_5, PARAM(slots),
+      "Mailbox slots per stream (a power of two; others are rounded up): items a "
+      "sender may run ahead of its receiver" },
+    { "exchange_max_ranks", VAR_INT, OPAL_INFO_LVL_5, PARAM(exchange_max_ranks),
+      "Communicators of at most this many ranks may use the one-step exchange for "
+      "allreduce/barrier (every rank sends to every rank, all combine in rank order); "
+      "larger ones use the trees where a policy says exchange" },
+};
+
+/* Registered after the per-collective policies and size limits, in this order. */
+static const glue_var_t late_vars[] = {
+    { "watchdog", VAR_DOUBLE, OPAL_INFO_LVL_4, PARAM(watchdog),
+      "Seconds a collective may wait before it fails with an error naming the peers "
+      "it waits for (debugging aid; 0 = wait for ever, since a late peer is legal)" },
+    { "liveness_period", VAR_DOUBLE, OPAL_INFO_LVL_6, PARAM(liveness_period),
+      "Seconds between checks, while waiting, that the awaited peer process lives" },
+    { "spin", VAR_INT, OPAL_INFO_LVL_6, PARAM(spin),
+      "Polls before a waiting rank also yields its core (0 when oversubscribed)" },
+    { "start_polls", VAR_INT, OPAL_INFO_LVL_6, PARAM(start_polls),
+      "A small nonblocking or persistent collective (up to 16 KiB) fires its first "
+      "transfers in MPI_I<coll>/MPI_Start and polls this many times for the peers' "
+      "before it returns, so that one whose peers are already there completes in the "
+      "call (MPI_Wait then only finds it done); 0: return at once (as when "
+      "oversubscribed or coll_offload_spin is 0)" },
+    { "agree_above", VAR_INT, OPAL_INFO_LVL_6, PARAM(agree_above),
+      "A blocking collective handed to the fallback on a communicator whose NIC is set "
+      "up first waits until every rank has recorded the same call (collective, op, "
+      "datatype, count, root), so that ranks passing different arguments, some of which "
+      "offload the call, get MPI_ERR_ARG instead of waiting for each other for ever. "
+      "Calls that the size policy hands down (coll_offload_<coll>_policy) wait so only "
+      "above this many bytes: below, the fallback was chosen because it is faster, and "
+      "waiting for the last rank would cost more than the call (a mismatch that sends "
+      "such a call different ways then hangs, as it does without coll/offload). Calls "
+      "handed down for other reasons (user op, derived datatype, size cap, count 0) "
+      "always wait. -1: none waits" },
+    { "agent", VAR_INT, OPAL_INFO_LVL_5, PARAM(agent),
+      "Start a progress agent thread (one per process) at the first nonblocking or "
+      "persistent collective, so those progress while the application computes; "
+      "0: they progress only inside MPI calls" },
+    { "agent_bind", VAR_INT, OPAL_INFO_LVL_6, PARAM(agent_bind),
+      "1: bind the progress agent to a core that no rank on the node is bound to, when "
+      "there is one, otherwise let it run on any core; 0: leave it where it started "
+      "(inheriting the rank's binding)" },
+    { "agent_nap", VAR_DOUBLE, OPAL_INFO_LVL_6, PARAM(agent_nap),
+      "Microseconds the progress agent sleeps at most, while collectives are "
+      "outstanding, between rounds that found nothing to do; an arrival of a peer's "
+      "data for a large collective (its doorbell) or a new large post ends the sleep "
+      "at once. 0: poll, yielding the core between rounds" },
+    { "hierarchy", VAR_INT, OPAL_INFO_LVL_5, PARAM(hierarchy),
+      "1: on communicators that span nodes, node-aware collectives: the ranks of a node "
+      "combine through the software NIC to a node leader, leaders combine across nodes "
+      "through the layer below (tuned over the network), the result comes back the same "
+      "way; 0: leave such communicators to the other components" },
+    { "ofi", VAR_INT, OPAL_INFO_LVL_5, PARAM(ofi),
+      "1: the node leaders' level of node-aware collectives (allreduce, barrier) runs as "
+      "a descriptor program on the libfabric NIC when the provider starts on every "
+      "leader (else, with one warning, the layer below); 0 (default: with the software "
+      "sockets provider it is far slower than tuned over tcp): always the layer below" },
+    { "ofi_after", VAR_INT, OPAL_INFO_LVL_6, PARAM(ofi_after),
+      "Node-aware calls on a communicator before its leaders open the libfabric NIC "
+      "(endpoint, registered mailboxes): communicators used a few times never pay for "
+      "it. With one rank per node, calls before that go to the layer below" },
+    { "ofi_native", VAR_INT, OPAL_INFO_LVL_6, PARAM(ofi_native),
+      "1: where the provider offers triggered atomics (FI_TRIGGER, FI_ATOMIC: sockets "
+      "here, cxi on Slingshot) and the number of nodes is a power of two, the leaders' "
+      "allreduce (up to 4096 bytes; sums and products, integer min/max/bitwise ops) and "
+      "barrier are posted whole as triggered operations: the NIC combines and forwards, "
+      "the host only posts and waits (recursive doubling, results identical on every "
+      "rank); 0: the descriptor program with software triggering" },
+    { "inject", VAR_STRING, OPAL_INFO_LVL_9, PARAM(inject),
+      "For tests only: make steps of the first communicator set-up (or of the first "
+      "staged bcast) fail on chosen ranks, to exercise the error paths. A comma-separated "
+      "list (up to 4) of STEP:RANK[:kill], RANK a rank of that communicator, STEP one of "
+      "create (the anonymous segment, rank 0: then a named one is tried), name (the named "
+      "segment, rank 0), bcast (the bcast of where it is), proc (reopening it through "
+      "/proc is refused: a named segment is used), attach, probe (the "
+      "cross-memory read test), compile (the programs), agree (the agreement allreduce "
+      "returns an error), stage (the staging allocation of a non-contiguous bcast or "
+      "ibcast), hier (the node-aware set-up of a communicator spanning nodes: its "
+      "allocations); with :kill the rank SIGKILLs itself right after the step instead. Empty "
+      "(default): nothing is injected" },
+    { "ofi_provider", VAR_STRING, OPAL_INFO_LVL_5, PARAM(ofi_provider),
+      "libfabric provider of the leaders' level; empty (default): automatic, the first in "
+      "libfabric's order that offers triggered atomics (cxi on Slingshot, sockets), else "
+      "the first with RDM endpoints, RMA, remote-write counters (FI_RMA_EVENT) and ordered "
+      "writes, never a node-local one (shm)" },
+    { "ofi_fabric", VAR_STRING, OPAL_INFO_LVL_5, PARAM(ofi_fabric),
+      "libfabric fabric (for sockets/tcp: the subnet, e.g. 198.51.100.0/24) of the leaders' "
+      "level; empty: the provider's first one that is not loopback" },
+    { "agent_preempt", VAR_INT, OPAL_INFO_LVL_6, PARAM(agent_preempt),
+      "0: the progress agent runs in the SCHED_BATCH class: a wake-up never "
+      "preempts a rank, so the agent takes idle cores at once and busy ones only at "
+      "scheduler ticks (no stolen time inside MPI calls); 1: the normal class: it "
+      "preempts as the fair scheduler sees fit, wherever the rank happens to be; 2: "
+      "the real-time class (SCHED_RR, lowest priority; needs CAP_SYS_NICE or "
+      "RLIMIT_RTPRIO, else a warning and 1): it always preempts a computing rank at "
+      "once, so a collective's work runs during the application's computation even "
+      "when no core is idle (the time is taken from the computation); it never "
+      "spins, it sleeps when there is nothing to do" },
+    { "agent_kick_delay", VAR_DOUBLE, OPAL_INFO_LVL_6, PARAM(agent_kick_delay),
+      "With coll_offload_agent_preempt=2: microseconds the agent waits after a "
+      "large post woke it before it works: it woke on the posting thread's core "
+      "and preempted it inside MPI_I<coll>, which should return first (a context "
+      "switch and back: a few us on bare metal, 10-20 in a virtual machine)" },
+    { "agent_linger", VAR_DOUBLE, OPAL_INFO_LVL_6, PARAM(agent_linger),
+      "Microseconds the progress agent stays awake after its last outstanding "
+      "collective completed (napping 200 us at a time, checking for new work) before "
+      "it sleeps until the next post wakes it: calls that follow each other closely "
+      "then need no wake-up system call. 0: sleep at once" },
+};
+
+static void set_defaults(mca_coll_offload_params_t *p)
 {
     p->priority = 40;
     p->verbose = 0;
@@ -108,70 +286,38 @@ int ofl_glue_register_params(const mca_base_component_t *c, mca_coll_offload_par
     p->inject = (char *) "";
     p->repsum = 0;
     p->repsum_two_pass_min = 2048;
+}
 
-    reg_int(c, "priority",
-            "Priority of coll/offload (tuned is 30: the default makes offload the first choice)",
-            OPAL_INFO_LVL_6, &p->priority);
-    reg_int(c, "repsum",
-            "Reproducible sums: 1 makes MPI_SUM on float, double and their complex types "
-            "bitwise identical whatever the number of ranks, the data's distribution over "
-            "them, the algorithm, tree, radix or hierarchy (each value is carried as "
-            "binned integers summed on the NIC and rounded once at the end; within 1 ulp "
-            "of the exact sum, see the README for the cost). 0: ordinary sums. A "
-            "communicator's info key coll_offload_repsum (\"true\"/\"false\") overrides "
-            "this; every rank must say the same",
-            OPAL_INFO_LVL_4, &p->repsum);
-    reg_int(c, "repsum_two_pass_min",
-            "Reproducible sums: blocking MPI_Allreduce and MPI_Reduce of at least this many "
-            "reals (complex values count two) on communicators of at most 128 ranks take the "
-            "two-pass form (18 bytes per real on the wire instead of 32; bit-identical "
-            "results). -1: never. Every rank must say the same",
-            OPAL_INFO_LVL_5, &p->repsum_two_pass_min);
-    reg_int(c, "verbose",
-            "Verbosity: 1 set-up and faults, 10 every offload/fallback decision, "
-            "50 dump each rank's descriptor programs",
-            OPAL_INFO_LVL_9, &p->verbose);
-    reg_tree(c, "reduce_tree",
-             "Shape of the reduction tree (also carries allreduce/barrier results back): "
-             "kary, knomial or flat",
-             &p->reduce_tree);
-    reg_int(c, "reduce_radix", "Radix of the reduction tree (2..64; ignored by flat)",
-            OPAL_INFO_LVL_5, &p->reduce_radix);
-    reg_tree(c, "bcast_tree", "Shape of the broadcast tree: kary, knomial or flat",
-             &p->bcast_tree);
-    reg_int(c, "bcast_radix", "Radix of the broadcast tree (2..64; ignored by flat)",
-            OPAL_INFO_LVL_5, &p->bcast_radix);
-    reg_size(c, "segment_size",
-             "Bytes of a mailbox slot at most, the largest segment: messages are cut into "
-             "segments (about 8 per message, at least 16 KiB, at most a slot) that are "
-             "combined and forwarded one by one (pipelining); slots are smaller where "
-             "coll_offload_shm_budget needs it",
-             OPAL_INFO_LVL_5, &p->segment_size);
-    reg_size(c, "shm_budget",
-             "Bytes of node shared memory a communicator may use per rank, at most: its "
-             "segment's mailbox slots are sized so that header, counters, board and the "
-             "slots of every stream a rank receives on, divided among its ranks, fit (the "
-             "more ranks, the smaller the slots and the more segments a large message is "
-             "cut into, never beyond coll_offload_segment_size); a communicator whose "
-             "streams cannot have one page each within it uses the fallback component",
-             OPAL_INFO_LVL_4, &p->shm_budget);
-    reg_size(c, "shm_cap",
-             "Bytes of node shared memory this job's communicators may use together on a "
-             "node: each process counts its share of every communicator it sets up (the "
-             "bound above, at most coll_offload_shm_budget) against this divided by the "
-             "job's processes on the node; a communicator that would pass it on any rank "
-             "uses the fallback component on every rank (one warning), and a freed one gives "
-             "its share back. 0: a quarter of the size of /dev/shm",
-             OPAL_INFO_LVL_4, &p->shm_cap);
-    reg_int(c, "slots",
-            "Mailbox slots per stream (a power of two; others are rounded up): items a "
-            "sender may run ahead of its receiver",
-            OPAL_INFO_LVL_5, &p->slots);
-    reg_int(c, "exchange_max_ranks",
-            "Communicators of at most this many ranks may use the one-step exchange for "
-            "allreduce/barrier (every rank sends to every rank, all combine in rank order); "
-            "larger ones use the trees where a policy says exchange",
-            OPAL_INFO_LVL_5, &p->exchange_max_ranks);
+static void register_vars(const mca_base_component_t *c, mca_coll_offload_params_t *p,
+                          const glue_var_t *vars, size_t n)
+{
+    for (size_t i = 0; i < n; ++i) {
+        const glue_var_t *v = &vars[i];
+        void *storage = (char *) p + v->offset;
+        switch (v->kind) {
+        case VAR_INT:
+            reg_int(c, v->name, v->help, v->lvl, storage);
+            break;
+        case VAR_SIZE:
+            reg_size(c, v->name, v->help, v->lvl, storage);
+            break;
+        case VAR_DOUBLE:
+            reg_double(c, v->name, v->help, v->lvl, storage);
+            break;
+        case VAR_TREE:
+            reg_tree(c, v->name, v->help, storage);
+            break;
+        case VAR_STRING:
+            mca_base_component_var_register(c, v->name, v->help, MCA_BASE_VAR_TYPE_STRING, NULL,
+                                            0, 0, v->lvl, MCA_BASE_VAR_SCOPE_READONLY, storage);
+            break;
+        }
+    }
+}
+
+/* Per collective: its size policy, and the size limits on a node and node-aware. */
+static void register_sizes(const mca_base_component_t *c, mca_coll_offload_params_t *p)
+{
     for (int k = 0; k < OFL_COLL_COUNT; ++k) {
         static const char *const names[OFL_COLL_COUNT] = {
             "allreduce_policy", "reduce_policy", "bcast_policy", "barrier_policy"
@@ -206,128 +352,14 @@ int ofl_glue_register_params(const mca_base_component_t *c, mca_coll_offload_par
                  "instead of the leaders' alone", mpi[k]);
         reg_size(c, name, help, OPAL_INFO_LVL_5, &p->hier_max_bytes[k]);
     }
-    reg_double(c, "watchdog",
-               "Seconds a collective may wait before it fails with an error naming the peers "
-               "it waits for (debugging aid; 0 = wait for ever, since a late peer is legal)",
-               OPAL_INFO_LVL_4, &p->watchdog);
-    reg_double(c, "liveness_period",
-               "Seconds between checks, while waiting, that the awaited peer process lives",
-               OPAL_INFO_LVL_6, &p->liveness_period);
-    reg_int(c, "spin",
-            "Polls before a waiting rank also yields its core (0 when oversubscribed)",
-            OPAL_INFO_LVL_6, &p->spin);
-    reg_int(c, "start_polls",
-            "A small nonblocking or persistent collective (up to 16 KiB) fires its first "
-            "transfers in MPI_I<coll>/MPI_Start and polls this many times for the peers' "
-            "before it returns, so that one whose peers are already there completes in the "
-            "call (MPI_Wait then only finds it done); 0: return at once (as when "
-            "oversubscribed or coll_offload_spin is 0)",
-            OPAL_INFO_LVL_6, &p->start_polls);
-    reg_int(c, "agree_above",
-            "A blocking collective handed to the fallback on a communicator whose NIC is set "
-            "up first waits until every rank has recorded the same call (collective, op, "
-            "datatype, count, root), so that ranks passing different arguments, some of which "
-            "offload the call, get MPI_ERR_ARG instead of waiting for each other for ever. "
-            "Calls that the size policy hands down (coll_offload_<coll>_policy) wait so only "
-            "above this many bytes: below, the fallback was chosen because it is faster, and "
-            "waiting for the last rank would cost more than the call (a mismatch that sends "
-            "such a call different ways then hangs, as it does without coll/offload). Calls "
-            "handed down for other reasons (user op, derived datatype, size cap, count 0) "
-            "always wait. -1: none waits",
-            OPAL_INFO_LVL_6, &p->agree_above);
-    reg_int(c, "agent",
-            "Start a progress agent thread (one per process) at the first nonblocking or "
-            "persistent collective, so those progress while the application computes; "
-            "0: they progress only inside MPI calls",
-            OPAL_INFO_LVL_5, &p->agent);
-    reg_int(c, "agent_bind",
-            "1: bind the progress agent to a core that no rank on the node is bound to, when "
-            "there is one, otherwise let it run on any core; 0: leave it where it started "
-            "(inheriting the rank's binding)",
-            OPAL_INFO_LVL_6, &p->agent_bind);
-    reg_double(c, "agent_nap",
-               "Microseconds the progress agent sleeps at most, while collectives are "
-               "outstanding, between rounds that found nothing to do; an arrival of a peer's "
-               "data for a large collective (its doorbell) or a new large post ends the sleep "
-               "at once. 0: poll, yielding the core between rounds",
-               OPAL_INFO_LVL_6, &p->agent_nap);
-    reg_int(c, "hierarchy",
-            "1: on communicators that span nodes, node-aware collectives: the ranks of a node "
-            "combine through the software NIC to a node leader, leaders combine across nodes "
-            "through the layer below (tuned over the network), the result comes back the same "
-            "way; 0: leave such communicators to the other components",
-            OPAL_INFO_LVL_5, &p->hierarchy);
-    reg_int(c, "ofi",
-            "1: the node leaders' level of node-aware collectives (allreduce, barrier) runs as "
-            "a descriptor program on the libfabric NIC when the provider starts on every "
-            "leader (else, with one warning, the layer below); 0 (default: with the software "
-            "sockets provider it is far slower than tuned over tcp): always the layer below",
-            OPAL_INFO_LVL_5, &p->ofi);
-    reg_int(c, "ofi_after",
-            "Node-aware calls on a communicator before its leaders open the libfabric NIC "
-            "(endpoint, registered mailboxes): communicators used a few times never pay for "
-            "it. With one rank per node, calls before that go to the layer below",
-            OPAL_INFO_LVL_6, &p->ofi_after);
-    reg_int(c, "ofi_native",
-            "1: where the provider offers triggered atomics (FI_TRIGGER, FI_ATOMIC: sockets "
-            "here, cxi on Slingshot) and the number of nodes is a power of two, the leaders' "
-            "allreduce (up to 4096 bytes; sums and products, integer min/max/bitwise ops) and "
-            "barrier are posted whole as triggered operations: the NIC combines and forwards, "
-            "the host only posts and waits (recursive doubling, results identical on every "
-            "rank); 0: the descriptor program with software triggering",
-            OPAL_INFO_LVL_6, &p->ofi_native);
-    mca_base_component_var_register(
-        c, "inject",
-        "For tests only: make steps of the first communicator set-up (or of the first "
-        "staged bcast) fail on chosen ranks, to exercise the error paths. A comma-separated "
-        "list (up to 4) of STEP:RANK[:kill], RANK a rank of that communicator, STEP one of "
-        "create (the anonymous segment, rank 0: then a named one is tried), name (the named "
-        "segment, rank 0), bcast (the bcast of where it is), proc (reopening it through "
-        "/proc is refused: a named segment is used), attach, probe (the "
-        "cross-memory read test), compile (the programs), agree (the agreement allreduce "
-        "returns an error), stage (the staging allocation of a non-contiguous bcast or "
-        "ibcast), hier (the node-aware set-up of a communicator spanning nodes: its "
-        "allocations); with :kill the rank SIGKILLs itself right after the step instead. Empty "
-        "(default): nothing is injected",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
-        &p->inject);
-    mca_base_component_var_register(
-        c, "ofi_provider",
-        "libfabric provider of the leaders' level; empty (default): automatic, the first in "
-        "libfabric's order that offers triggered atomics (cxi on Slingshot, sockets), else "
-        "the first with RDM endpoints, RMA, remote-write counters (FI_RMA_EVENT) and ordered "
-        "writes, never a node-local one (shm)",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-        &p->ofi_provider);
-    mca_base_component_var_register(
-        c, "ofi_fabric",
-        "libfabric fabric (for sockets/tcp: the subnet, e.g. 198.51.100.0/24) of the leaders' "
-        "level; empty: the provider's first one that is not loopback",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-        &p->ofi_fabric);
-    reg_int(c, "agent_preempt",
-            "0: the progress agent runs in the SCHED_BATCH class: a wake-up never "
-            "preempts a rank, so the agent takes idle cores at once and busy ones only at "
-            "scheduler ticks (no stolen time inside MPI calls); 1: the normal class: it "
-            "preempts as the fair scheduler sees fit, wherever the rank happens to be; 2: "
-            "the real-time class (SCHED_RR, lowest priority; needs CAP_SYS_NICE or "
-            "RLIMIT_RTPRIO, else a warning and 1): it always preempts a computing rank at "
-            "once, so a collective's work runs during the application's computation even "
-            "when no core is idle (the time is taken from the computation); it never "
-            "spins, it sleeps when there is nothing to do",
-            OPAL_INFO_LVL_6, &p->agent_preempt);
-    reg_double(c, "agent_kick_delay",
-               "With coll_offload_agent_preempt=2: microseconds the agent waits after a "
-               "large post woke it before it works: it woke on the posting thread's core "
-               "and preempted it inside MPI_I<coll>, which should return first (a context "
-               "switch and back: a few us on bare metal, 10-20 in a virtual machine)",
-               OPAL_INFO_LVL_6, &p->agent_kick_delay);
-    reg_double(c, "agent_linger",
-               "Microseconds the progress agent stays awake after its last outstanding "
-               "collective completed (napping 200 us at a time, checking for new work) before "
-               "it sleeps until the next post wakes it: calls that follow each other closely "
-               "then need no wake-up system call. 0: sleep at once",
-               OPAL_INFO_LVL_6, &p->agent_linger);
+}
+
+int ofl_glue_register_params(const mca_base_component_t *c, mca_coll_offload_params_t *p)
+{
+    set_defaults(p);
+    register_vars(c, p, early_vars, sizeof(early_vars) / sizeof(early_vars[0]));
+    register_sizes(c, p);
+    register_vars(c, p, late_vars, sizeof(late_vars) / sizeof(late_vars[0]));
     return OPAL_SUCCESS;
 }
 
@@ -336,6 +368,21 @@ static int pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
     (void) obj;
     *(unsigned long long *) value = *(const unsigned long long *) pvar->ctx;
     return OPAL_SUCCESS;
+}
+
+void ofl_glue_help_init(const void *anchor)
+{
+    static int added;
+    Dl_info info;
+    if (added || 0 == dladdr(anchor, &info) || NULL == info.dli_fname) {
+        return;
+    }
+    const char *slash = strrchr(info.dli_fname, '/');
+    char *dir = NULL != slash ? strndup(info.dli_fname, (size_t) (slash - info.dli_fname)) : NULL;
+    if (NULL != dir && OPAL_SUCCESS == opal_show_help_add_dir(dir)) {
+        added = 1;
+    }
+    free(dir);
 }
 
 int ofl_glue_parse_policies(mca_coll_offload_params_t *p)
@@ -349,10 +396,9 @@ int ofl_glue_parse_policies(mca_coll_offload_params_t *p)
         char err[160];
         if (0 != ofl_policy_parse(p->policy_text[k], &p->policy[k], err,
                                   sizeof(err))) {
-            opal_output(0, "coll:offload: coll_offload_%s_policy=\"%s\": %s; using \"%s\"",
-                        ofl_coll_name((ofl_coll_t) k),
-                        p->policy_text[k] ? p->policy_text[k] : "", err,
-                        default_policy[k]);
+            opal_show_help(OFL_GLUE_HELP_FILE, "bad-policy", true, ofl_coll_name((ofl_coll_t) k),
+                           p->policy_text[k] ? p->policy_text[k] : "", err,
+                           default_policy[k]);
             ofl_policy_parse(default_policy[k], &p->policy[k], err, sizeof(err));
         }
     }

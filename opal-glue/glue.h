@@ -56,6 +56,14 @@ typedef struct {
     int repsum_two_pass_min;            /* reals from which blocking ones take two passes */
 } mca_coll_offload_params_t;
 
+/* The component's help file, for opal_show_help: its startup warnings are
+ * topics there (once per job through mpirun's aggregation, not per rank). */
+#define OFL_GLUE_HELP_FILE "help-coll-offload.txt"
+/* The stand-alone build installs the help file next to the component's shared
+ * object: add that directory, found through `anchor` (any address inside the
+ * object), to OPAL's help search path. Once, at component open. */
+void ofl_glue_help_init(const void *anchor);
+
 /* Register every MCA variable of the component `version` into *p. */
 int ofl_glue_register_params(const mca_base_component_t *version, mca_coll_offload_params_t *p);
 /* Parse the *_policy strings; a bad one is reported and replaced by its default. */

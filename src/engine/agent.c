@@ -296,9 +296,10 @@ static void idle(ofl_agent_t *agent, unsigned *idle_rounds, long long *idle_sinc
     agent_sleep(agent, agent->nap_ns > 0 ? agent->nap_ns : 50000, 1);
 }
 
-static void *agent_main(void *arg)
+/* The thread's name, timer slack, scheduler slice and class, then the
+ * caller's on_start. */
+static void thread_setup(ofl_agent_t *agent)
 {
-    ofl_agent_t *agent = arg;
     pthread_setname_np(pthread_self(), "ofl-agent");
     if (agent->nap_ns > 0 || agent->linger_ns > 0) {
         /* Naps of microseconds, not the default 50 us of timer slack. */
@@ -319,30 +320,43 @@ static void *agent_main(void *arg)
     if (NULL != agent->on_start) {
         agent->on_start(agent->on_start_ctx);
     }
+}
+
+/* Nothing pending: linger (napping) for a while, then sleep until a post
+ * wakes the agent or it is told to stop. */
+static void wait_for_work(ofl_agent_t *agent)
+{
+    if (0 == ofl_agent_pending(agent) && agent->linger_ns > 0) {
+        long long until = mono_ns() + agent->linger_ns;
+        while (0 == ofl_agent_pending(agent)
+               && !atomic_load_explicit(&agent->stop, memory_order_acquire)
+               && mono_ns() < until) {
+            agent_sleep(agent, agent->linger_nap_ns > 0 ? agent->linger_nap_ns : 20000, 0);
+        }
+    }
+    if (0 == ofl_agent_pending(agent)) {
+        pthread_mutex_lock(&agent->sleep_lock);
+        while (!atomic_load_explicit(&agent->stop, memory_order_acquire)) {
+            atomic_store(&agent->sleeping, 1);
+            if (0 != atomic_load(&agent->pending)) {
+                break;
+            }
+            atomic_fetch_add_explicit(&agent->sleeps, 1, memory_order_relaxed);
+            pthread_cond_wait(&agent->wake, &agent->sleep_lock);
+        }
+        atomic_store(&agent->sleeping, 0);
+        pthread_mutex_unlock(&agent->sleep_lock);
+    }
+}
+
+static void *agent_main(void *arg)
+{
+    ofl_agent_t *agent = arg;
+    thread_setup(agent);
     unsigned idle_rounds = 0;
     long long idle_since = 0;
     for (;;) {
-        if (0 == ofl_agent_pending(agent) && agent->linger_ns > 0) {
-            long long until = mono_ns() + agent->linger_ns;
-            while (0 == ofl_agent_pending(agent)
-                   && !atomic_load_explicit(&agent->stop, memory_order_acquire)
-                   && mono_ns() < until) {
-                agent_sleep(agent, agent->linger_nap_ns > 0 ? agent->linger_nap_ns : 20000, 0);
-            }
-        }
-        if (0 == ofl_agent_pending(agent)) {
-            pthread_mutex_lock(&agent->sleep_lock);
-            while (!atomic_load_explicit(&agent->stop, memory_order_acquire)) {
-                atomic_store(&agent->sleeping, 1);
-                if (0 != atomic_load(&agent->pending)) {
-                    break;
-                }
-                atomic_fetch_add_explicit(&agent->sleeps, 1, memory_order_relaxed);
-                pthread_cond_wait(&agent->wake, &agent->sleep_lock);
-            }
-            atomic_store(&agent->sleeping, 0);
-            pthread_mutex_unlock(&agent->sleep_lock);
-        }
+        wait_for_work(agent);
         if (atomic_load_explicit(&agent->stop, memory_order_acquire)) {
             break;
         }

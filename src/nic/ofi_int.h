@@ -1,7 +1,7 @@
 /*
  * coll/offload — the libfabric NIC's insides, shared by ofi.c (the NIC the
- * engine drives) and ofi_native.c (collectives posted as triggered
- * operations). Not for use outside src/nic/.
+ * engine drives), ofi_ep.c (its set-up) and ofi_native.c (collectives posted
+ * as triggered operations). Not for use outside src/nic/.
  */
 #ifndef OFL_OFI_INT_H
 #define OFL_OFI_INT_H
@@ -15,7 +15,7 @@
 #include "alu/alu.h"
 #include "nic/ofi.h"
 
-/* libfabric's entry points, loaded at the first open (ofi.c). */
+/* libfabric's entry points, loaded at the first open (ofi_ep.c). */
 typedef struct {
     int (*getinfo)(uint32_t, const char *, const char *, uint64_t, const struct fi_info *,
                    struct fi_info **);

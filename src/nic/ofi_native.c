@@ -232,6 +232,78 @@ int ofl_ofi_native_ok(ofl_ofi_t *o, ofl_op_t op, ofl_type_t type, size_t count)
         }                                                                                  \
     } while (0)
 
+static void fill_one(void *buf, ofl_type_t t, size_t count)
+{
+    switch (t) {
+    case OFL_T_INT8:
+    case OFL_T_UINT8:
+        FILL(uint8_t, 1);
+        return;
+    case OFL_T_INT16:
+    case OFL_T_UINT16:
+        FILL(uint16_t, 1);
+        return;
+    case OFL_T_INT32:
+    case OFL_T_UINT32:
+        FILL(uint32_t, 1);
+        return;
+    case OFL_T_INT64:
+    case OFL_T_UINT64:
+        FILL(uint64_t, 1);
+        return;
+    case OFL_T_FLOAT:
+        FILL(float, 1.0f);
+        return;
+    default:
+        FILL(double, 1.0);
+        return;
+    }
+}
+
+/* The largest value of t (MIN's identity). */
+static void fill_max(void *buf, ofl_type_t t, size_t count)
+{
+    switch (t) {
+    case OFL_T_INT8:
+        FILL(int8_t, INT8_MAX);
+        return;
+    case OFL_T_INT16:
+        FILL(int16_t, INT16_MAX);
+        return;
+    case OFL_T_INT32:
+        FILL(int32_t, INT32_MAX);
+        return;
+    case OFL_T_INT64:
+        FILL(int64_t, INT64_MAX);
+        return;
+    default:
+        memset(buf, 0xff, count * ofl_type_size(t));   /* unsigned maximum */
+        return;
+    }
+}
+
+/* The smallest value of t (MAX's identity). */
+static void fill_min(void *buf, ofl_type_t t, size_t count)
+{
+    switch (t) {
+    case OFL_T_INT8:
+        FILL(int8_t, INT8_MIN);
+        return;
+    case OFL_T_INT16:
+        FILL(int16_t, INT16_MIN);
+        return;
+    case OFL_T_INT32:
+        FILL(int32_t, INT32_MIN);
+        return;
+    case OFL_T_INT64:
+        FILL(int64_t, INT64_MIN);
+        return;
+    default:
+        memset(buf, 0, count * ofl_type_size(t));
+        return;
+    }
+}
+
 static void fill_identity(void *buf, ofl_op_t op, ofl_type_t t, size_t count)
 {
     size_t bytes = count * ofl_type_size(t);
@@ -246,66 +318,14 @@ static void fill_identity(void *buf, ofl_op_t op, ofl_type_t t, size_t count)
         }
         return;
     case OFL_OP_PROD:
-        switch (t) {
-        case OFL_T_INT8:
-        case OFL_T_UINT8:
-            FILL(uint8_t, 1);
-            return;
-        case OFL_T_INT16:
-        case OFL_T_UINT16:
-            FILL(uint16_t, 1);
-            return;
-        case OFL_T_INT32:
-        case OFL_T_UINT32:
-            FILL(uint32_t, 1);
-            return;
-        case OFL_T_INT64:
-        case OFL_T_UINT64:
-            FILL(uint64_t, 1);
-            return;
-        case OFL_T_FLOAT:
-            FILL(float, 1.0f);
-            return;
-        default:
-            FILL(double, 1.0);
-            return;
-        }
+        fill_one(buf, t, count);
+        return;
     case OFL_OP_MIN:
-        switch (t) {
-        case OFL_T_INT8:
-            FILL(int8_t, INT8_MAX);
-            return;
-        case OFL_T_INT16:
-            FILL(int16_t, INT16_MAX);
-            return;
-        case OFL_T_INT32:
-            FILL(int32_t, INT32_MAX);
-            return;
-        case OFL_T_INT64:
-            FILL(int64_t, INT64_MAX);
-            return;
-        default:
-            memset(buf, 0xff, bytes);   /* unsigned maximum */
-            return;
-        }
+        fill_max(buf, t, count);
+        return;
     case OFL_OP_MAX:
-        switch (t) {
-        case OFL_T_INT8:
-            FILL(int8_t, INT8_MIN);
-            return;
-        case OFL_T_INT16:
-            FILL(int16_t, INT16_MIN);
-            return;
-        case OFL_T_INT32:
-            FILL(int32_t, INT32_MIN);
-            return;
-        case OFL_T_INT64:
-            FILL(int64_t, INT64_MIN);
-            return;
-        default:
-            memset(buf, 0, bytes);
-            return;
-        }
+        fill_min(buf, t, count);
+        return;
     case OFL_OP_BAND:
         memset(buf, 0xff, bytes);
         return;

@@ -125,6 +125,42 @@ run_ends() {
     fi
 }
 
+# run_help NP: a malformed coll_offload_barrier_policy at component open. The
+# warning comes from the component's help file (installed next to it), once per
+# job through mpirun's aggregation of help messages, and the run still passes on
+# the default policy: one check on top of t_coll's.
+run_help() {
+    local np=$1
+    local log="$LOGDIR/t_coll.np$np.help.log" t0 rc secs line p f shown missing
+    t0=$(date +%s)
+    # shellcheck disable=SC2086
+    timeout -k 15 "$TEST_TIMEOUT" $MPIRUN $MPIRUN_ARGS -np "$np" $COLL_SELECTION \
+        --mca coll_offload_barrier_policy bogus "$BINDIR/t_coll" --quick >"$log" 2>&1 </dev/null
+    rc=$?
+    secs=$(( $(date +%s) - t0 ))
+    line=$(grep -E "^t_coll: [0-9]+ passed, [0-9]+ failed\$" "$log" | tail -n 1)
+    p=$(echo "$line" | sed -nE 's/.*: ([0-9]+) passed, ([0-9]+) failed/\1/p')
+    f=$(echo "$line" | sed -nE 's/.*: ([0-9]+) passed, ([0-9]+) failed/\2/p')
+    p=${p:-0}
+    f=${f:-0}
+    shown=$(grep -c "coll_offload_barrier_policy could not be read" "$log")
+    missing=$(grep -c "couldn't open the help file" "$log")
+    if [ -z "$line" ] || [ "$rc" != 0 ] || [ "$shown" != 1 ] || [ "$missing" != 0 ]; then
+        f=$((f + 1))
+    else
+        p=$((p + 1))
+    fi
+    printf '%-8s %-38s %9s passed, %s failed  (%ss)\n' \
+        "$([ "$f" = 0 ] && echo '[ ok ]' || echo '[FAIL]')" "t_coll np=$np bad policy (help)" \
+        "$p" "$f" "$secs"
+    if [ "$f" != 0 ]; then
+        echo "         exit $rc, the help message shown $shown times (want 1), help file" \
+            "missing $missing times; log: $log"
+    fi
+    total_pass=$((total_pass + p))
+    total_fail=$((total_fail + f))
+}
+
 # run_inject NP INJECT MODE: t_setup_fail with coll_offload_inject=INJECT (a step
 # of the first set-up or staging failing on a rank), asserting MODE's outcome.
 run_inject() {
@@ -280,6 +316,7 @@ if [ "${SUITE:-node}" = quick ]; then
     # shellcheck disable=SC2086
     run t_fallback 4 "$LIMIT_ARGS" $expect
     run t_leak 4 ""
+    run_help 4
     NB_POLICY="--mca coll_offload_reduce_policy tree --mca coll_offload_bcast_policy tree:32k,get"
     for np in 2 3; do
         # shellcheck disable=SC2086
@@ -320,6 +357,7 @@ done
 run t_fallback 4 "$LIMIT_ARGS" $expect
 run t_leak 2 ""
 run t_leak 4 ""
+run_help 4
 # Nonblocking and persistent collectives, the progress agent, two threads.
 # t_nb's path checks expect every call it makes offloaded: policies without the
 # fallback ranges of the defaults (reduce 512k-1m, bcast 128k-256k), bcast by
