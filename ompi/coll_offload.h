@@ -136,6 +136,19 @@ typedef struct {
     struct ompi_op_t *map_op;
     ofl_alu_fn map_fn;
     size_t map_elem;
+    /* The last blocking allreduce that ran offloaded: its (dtype, op, count) and what
+     * the decision made of them. Every other input of the decision (size policy, caps,
+     * ranks, the board) is fixed once the communicator is set up, and applications
+     * repeat the same call, so a repeat skips the mapping, the policy and the signature. */
+    struct {
+        struct ompi_datatype_t *dtype;
+        struct ompi_op_t *op;
+        int count;
+        ofl_alg_t alg;
+        ofl_alu_fn fn;
+        size_t elem;
+        uint64_t sig;
+    } ar_last;
     uint64_t board_seq;       /* board calls so far (the same count on every rank) */
     uint64_t calls;           /* collective calls since set-up, offloaded or not (the
                                  same count on every rank): call records (nic.h) */

@@ -128,6 +128,15 @@ static int run_board(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_ca
     return rc;
 }
 
+static inline int run_allreduce(mca_coll_offload_module_t *m, ofl_alg_t alg, ofl_call_t *call,
+                                struct ompi_communicator_t *comm)
+{
+    if (mca_coll_offload_board_takes(m, alg, call->count * call->elem)) {
+        return run_board(m, OFL_COLL_ALLREDUCE, call, comm);
+    }
+    return run(m, OFL_COLL_ALLREDUCE, decide_allreduce_program(m, alg), call, comm);
+}
+
 int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
                                struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
@@ -137,6 +146,19 @@ int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
         && mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm)) {
         return mca_coll_offload_repsum_allreduce(&m->repsum, sbuf, rbuf, count, dtype, comm,
                                                  module, mca_coll_offload_allreduce);
+    }
+    if (OPAL_LIKELY(dtype == m->ar_last.dtype && op == m->ar_last.op
+                    && count == m->ar_last.count)) {
+        /* a repeat of the last offloaded call (0 or -1: the communicator is no longer
+         * ready, nothing was recorded, the full path below says what to do) */
+        int64_t callno = mca_coll_offload_begin(m, m->ar_last.sig);
+        if (OPAL_LIKELY(callno > 0)) {
+            ofl_call_t call = { .send = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf, .recv = rbuf,
+                                .fn = m->ar_last.fn, .elem = m->ar_last.elem,
+                                .count = (size_t) count, .sig = m->ar_last.sig,
+                                .callno = (uint64_t) callno };
+            return run_allreduce(m, m->ar_last.alg, &call, comm);
+        }
     }
     ofl_call_t call = { 0 };
     ofl_alg_t alg = OFL_ALG_FALLBACK;
@@ -169,10 +191,14 @@ int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
     call.callno = (uint64_t) callno;
     call.send = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf;
     call.recv = rbuf;
-    if (mca_coll_offload_board_takes(m, alg, call.count * call.elem)) {
-        return run_board(m, OFL_COLL_ALLREDUCE, &call, comm);
-    }
-    return run(m, OFL_COLL_ALLREDUCE, decide_allreduce_program(m, alg), &call, comm);
+    m->ar_last.dtype = dtype;
+    m->ar_last.op = op;
+    m->ar_last.count = count;
+    m->ar_last.alg = alg;
+    m->ar_last.fn = call.fn;
+    m->ar_last.elem = call.elem;
+    m->ar_last.sig = call.sig;
+    return run_allreduce(m, alg, &call, comm);
 }
 
 static int reduce_impl(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,

@@ -70,6 +70,7 @@ typedef struct {
     uint64_t *data_put;        /* items put to the peer's stream (DATA bumps) */
     uint64_t *credit_given;    /* items of the peer's stream consumed (CREDIT bumps) */
     int32_t *pid;              /* [size] the ranks' pids once sealed, else NULL */
+    void *own_records;         /* this rank's call records (every call writes one) */
 } ofl_softnic_t;
 
 /* Call records per rank (four lines): a peer that runs further ahead than this
@@ -92,7 +93,8 @@ static inline ofl_softnic_record_t *ofl_softnic_record_at(ofl_softnic_t *nic, in
 /* The record op of nic.h, inline: every collective call makes one. */
 static inline void ofl_softnic_record(ofl_softnic_t *nic, uint64_t callno, uint64_t sig)
 {
-    ofl_softnic_record_t *r = ofl_softnic_record_at(nic, nic->base.rank, callno);
+    ofl_softnic_record_t *r = (ofl_softnic_record_t *) nic->own_records
+                              + (callno & (OFL_SOFTNIC_RECORDS - 1));
     /* A reader that sees the same number before and after reading the
      * signature read this call's (a sequence lock with one writer). */
     atomic_store_explicit(&r->callno, 0, memory_order_relaxed);

@@ -191,6 +191,7 @@ static int setup(ofl_softnic_t *nic, const where_t *w, int size, int rank, int s
         nic->credit_seen = nic->data_put = nic->credit_given = NULL;
         return rc;
     }
+    nic->own_records = ofl_softnic_record_at(nic, rank, 0);
     softnic_hdr_t *h = (softnic_hdr_t *) nic->mem;
     if (create) {
         h->size = (uint32_t) size;
@@ -348,6 +349,7 @@ void ofl_softnic_detach(ofl_softnic_t *nic)
     if (NULL != nic->mem) {
         munmap(nic->mem, nic->len);
         nic->mem = NULL;
+        nic->own_records = NULL;
     }
     free(nic->credit_seen);
     nic->credit_seen = nic->data_put = nic->credit_given = NULL;
