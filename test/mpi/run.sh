@@ -138,13 +138,14 @@ run_help() {
         --mca coll_offload_barrier_policy bogus "$BINDIR/t_coll" --quick >"$log" 2>&1 </dev/null
     rc=$?
     secs=$(( $(date +%s) - t0 ))
-    line=$(grep -E "^t_coll: [0-9]+ passed, [0-9]+ failed\$" "$log" | tail -n 1)
+    # -a: Open MPI 5's launcher ends an aggregated help message with a NUL byte
+    line=$(grep -aE "^t_coll: [0-9]+ passed, [0-9]+ failed\$" "$log" | tail -n 1)
     p=$(echo "$line" | sed -nE 's/.*: ([0-9]+) passed, ([0-9]+) failed/\1/p')
     f=$(echo "$line" | sed -nE 's/.*: ([0-9]+) passed, ([0-9]+) failed/\2/p')
     p=${p:-0}
     f=${f:-0}
-    shown=$(grep -c "coll_offload_barrier_policy could not be read" "$log")
-    missing=$(grep -c "couldn't open the help file" "$log")
+    shown=$(grep -ac "coll_offload_barrier_policy could not be read" "$log")
+    missing=$(grep -ac "couldn't open the help file" "$log")
     if [ -z "$line" ] || [ "$rc" != 0 ] || [ "$shown" != 1 ] || [ "$missing" != 0 ]; then
         f=$((f + 1))
     else
