@@ -111,6 +111,8 @@ typedef struct {
 
     /* The layer below us, saved (and retained) in enable before anything else. */
     mca_coll_offload_below_t below;
+    mca_coll_offload_below_t repsum_self;  /* our own nonblocking/persistent reductions,
+                                               which reproducible sums call */
 
     ofl_mod_state_t state;
     int rank;
@@ -238,6 +240,8 @@ int mca_coll_offload_bcast(void *buf, int count, struct ompi_datatype_t *dtype, 
 int mca_coll_offload_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
 
 /* Nonblocking and persistent collectives (coll_offload_nb.c). */
+/* Fill m->repsum_self (coll_offload_nb.c), once, when the module is made. */
+void mca_coll_offload_repsum_self_init(mca_coll_offload_module_t *m);
 int mca_coll_offload_iallreduce(const void *sbuf, void *rbuf, int count,
                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                 struct ompi_communicator_t *comm, ompi_request_t **request,

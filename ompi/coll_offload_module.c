@@ -33,6 +33,7 @@ static void module_construct(mca_coll_offload_module_t *m)
     m->super.coll_bcast_init = mca_coll_offload_bcast_init;
     m->super.coll_barrier_init = mca_coll_offload_barrier_init;
     mca_coll_offload_passthru_install(&m->super);
+    mca_coll_offload_repsum_self_init(m);
     mca_coll_offload_queue_module_init(m);
     mca_coll_offload_wrap_ops_retain();
 }

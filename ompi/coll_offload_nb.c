@@ -131,20 +131,20 @@ static inline int fell_back(int reason, ofl_kind_t kind, ofl_coll_t coll, size_t
     return 1;
 }
 
-/* Reproducible sums run their binned call through this module's own entry points. */
-static const mca_coll_offload_below_t *repsum_via(mca_coll_offload_below_t *via,
-                                                  mca_coll_base_module_t *module)
+/* Reproducible sums run their binned call through this module's own entry points:
+ * the table they call, filled once when the module is made. */
+void mca_coll_offload_repsum_self_init(mca_coll_offload_module_t *m)
 {
+    mca_coll_offload_below_t *via = &m->repsum_self;
     memset(via, 0, sizeof(*via));
     via->iallreduce = mca_coll_offload_iallreduce;
-    via->iallreduce_module = module;
+    via->iallreduce_module = &m->super;
     via->ireduce = mca_coll_offload_ireduce;
-    via->ireduce_module = module;
+    via->ireduce_module = &m->super;
     via->allreduce_init = mca_coll_offload_allreduce_init;
-    via->allreduce_init_module = module;
+    via->allreduce_init_module = &m->super;
     via->reduce_init = mca_coll_offload_reduce_init;
-    via->reduce_init_module = module;
-    return via;
+    via->reduce_init_module = &m->super;
 }
 
 int mca_coll_offload_iallreduce(const void *sbuf, void *rbuf, int count,
@@ -155,9 +155,8 @@ int mca_coll_offload_iallreduce(const void *sbuf, void *rbuf, int count,
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     if (OPAL_UNLIKELY(OFL_REPSUM_OFF != m->repsum.mode)
         && mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm)) {
-        mca_coll_offload_below_t via;
         return mca_coll_offload_repsum_request(0, 0, sbuf, rbuf, count, dtype, 0, comm,
-                                               NULL, request, repsum_via(&via, module));
+                                               NULL, request, &m->repsum_self);
     }
     int why;
     int rc = reduction(m, comm, OFL_REQ_NONBLOCKING, OFL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype,
@@ -179,9 +178,8 @@ int mca_coll_offload_ireduce(const void *sbuf, void *rbuf, int count,
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     if (OPAL_UNLIKELY(OFL_REPSUM_OFF != m->repsum.mode)
         && mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm)) {
-        mca_coll_offload_below_t via;
         return mca_coll_offload_repsum_request(1, 0, sbuf, rbuf, count, dtype, root, comm,
-                                               NULL, request, repsum_via(&via, module));
+                                               NULL, request, &m->repsum_self);
     }
     int why;
     int rc = reduction(m, comm, OFL_REQ_NONBLOCKING, OFL_COLL_REDUCE, sbuf, rbuf, count, dtype, op,
@@ -252,9 +250,8 @@ int mca_coll_offload_allreduce_init(const void *sbuf, void *rbuf, int count,
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     if (OPAL_UNLIKELY(OFL_REPSUM_OFF != m->repsum.mode)
         && mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm)) {
-        mca_coll_offload_below_t via;
         return mca_coll_offload_repsum_request(0, 1, sbuf, rbuf, count, dtype, 0, comm,
-                                               info, request, repsum_via(&via, module));
+                                               info, request, &m->repsum_self);
     }
     int why;
     int rc = reduction(m, comm, OFL_REQ_PERSISTENT, OFL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype,
@@ -286,9 +283,8 @@ int mca_coll_offload_reduce_init(const void *sbuf, void *rbuf, int count,
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     if (OPAL_UNLIKELY(OFL_REPSUM_OFF != m->repsum.mode)
         && mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm)) {
-        mca_coll_offload_below_t via;
         return mca_coll_offload_repsum_request(1, 1, sbuf, rbuf, count, dtype, root, comm,
-                                               info, request, repsum_via(&via, module));
+                                               info, request, &m->repsum_self);
     }
     int why;
     int rc = reduction(m, comm, OFL_REQ_PERSISTENT, OFL_COLL_REDUCE, sbuf, rbuf, count, dtype, op,
