@@ -140,15 +140,20 @@ static inline void element_value(const ofl_repsum_t *e, int *neg, uint64_t *hi, 
     *x = ((int) meta_top(e->meta) - K + 1) * W - 1074;
 }
 
+/* An element's exact value as the shared rounding takes it (repsum_round.h). */
+static inline u128 element_joined(const ofl_repsum_t *e, int *neg, int *sticky, int *x)
+{
+    uint64_t hi;
+    u128 rest;
+    element_value(e, neg, &hi, &rest, x);
+    return ofl_rs_join(hi, rest, x, sticky);
+}
+
 void ofl_repsum_to_double(double *out, const ofl_repsum_t *in, size_t count)
 {
     for (size_t i = 0; i < count; ++i) {
-        int neg, x;
-        uint64_t hi;
-        u128 rest;
-        element_value(&in[i], &neg, &hi, &rest, &x);
-        int sticky;
-        u128 u = ofl_rs_join(hi, rest, &x, &sticky);
+        int neg, sticky, x;
+        u128 u = element_joined(&in[i], &neg, &sticky, &x);
         out[i] = ofl_rs_to_double(in[i].meta & FLAGS_MASK, neg, u, sticky, x);
     }
 }
@@ -156,12 +161,8 @@ void ofl_repsum_to_double(double *out, const ofl_repsum_t *in, size_t count)
 void ofl_repsum_to_float(float *out, const ofl_repsum_t *in, size_t count)
 {
     for (size_t i = 0; i < count; ++i) {
-        int neg, x;
-        uint64_t hi;
-        u128 rest;
-        element_value(&in[i], &neg, &hi, &rest, &x);
-        int sticky;
-        u128 u = ofl_rs_join(hi, rest, &x, &sticky);
+        int neg, sticky, x;
+        u128 u = element_joined(&in[i], &neg, &sticky, &x);
         out[i] = ofl_rs_to_float(in[i].meta & FLAGS_MASK, neg, u, sticky, x);
     }
 }
