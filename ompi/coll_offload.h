@@ -26,7 +26,7 @@
 #include "engine/sig.h"
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/op/op.h"
-#include "nic/softnic.h"
+#include "nic/nic.h"
 #include "sched/policy.h"
 #include "sched/sched.h"
 
@@ -117,7 +117,7 @@ typedef struct {
     ofl_mod_state_t state;
     int rank;
     int size;
-    ofl_softnic_t nic;
+    ofl_nic_t *nic;             /* its backend's (set-up: coll_offload_shm.c); NULL before */
     ofl_edges_t edges;
     ofl_program_t allreduce;
     ofl_program_t barrier;
@@ -197,6 +197,11 @@ mca_coll_base_module_t *mca_coll_offload_comm_query(struct ompi_communicator_t *
  * itself failed here): the call must return it, and the communicator is marked
  * failed for the others. */
 int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm);
+/* The NIC backend's part of it (coll_offload_shm.c): collective; *ready 1 with
+ * m->nic attached, 0 when every rank falls back; or the error of an agreement
+ * that failed on this rank. */
+int mca_coll_offload_shm_setup(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
+                               int local_ok, int streams, int *ready);
 /* Give back the NIC, the programs and the shared-memory share (coll_offload_module.c). */
 void mca_coll_offload_release_nic(mca_coll_offload_module_t *m);
 
@@ -278,7 +283,7 @@ void mca_coll_offload_nb_close(void);
 static inline int mca_coll_offload_board_takes(const mca_coll_offload_module_t *m,
                                                ofl_alg_t alg, size_t bytes)
 {
-    return OFL_ALG_BOARD == alg && m->board && bytes <= m->nic.base.board_bytes;
+    return OFL_ALG_BOARD == alg && m->board && bytes <= m->nic->board_bytes;
 }
 
 /* Shared by the blocking and the nonblocking entry points (coll_offload_ops.c). */
@@ -333,7 +338,7 @@ void mca_coll_offload_report(mca_coll_offload_module_t *m, const char *what,
                              int cnt, uint64_t have, int64_t need, int error);
 /* A local failure in the middle of a call (a staging allocation, packing)
  * that leaves this rank unable to take part: say so, mark the communicator
- * failed for every rank (ofl_softnic_poison_self: whoever waits on us gives up
+ * failed for every rank (ofl_nic_poison_self: whoever waits on us gives up
  * at its next liveness check) and fall back from now on. Returns the error for
  * the call. */
 int mca_coll_offload_fail_here(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
@@ -362,7 +367,7 @@ static inline int64_t mca_coll_offload_begin(mca_coll_offload_module_t *m, uint6
     ofl_mod_state_t st = __atomic_load_n(&m->state, __ATOMIC_RELAXED);
     if (OPAL_LIKELY(OFL_MOD_READY == st)) {
         uint64_t n = ++m->calls;
-        ofl_softnic_record(&m->nic, n, sig);
+        ofl_nic_record(m->nic, n, sig);
         return (int64_t) n;
     }
     return OFL_MOD_BROKEN == st ? -1 : 0;

@@ -23,7 +23,7 @@ void mca_coll_offload_report(mca_coll_offload_module_t *m, const char *what,
         int a = m->rank, b = peer;
         uint64_t sig_a = 0, sig_b = 0;
         char diff[96] = "arguments";
-        m->nic.base.ops->mismatched(&m->nic.base, &a, &sig_a, &b, &sig_b);
+        m->nic->ops->mismatched(m->nic, &a, &sig_a, &b, &sig_b);
         if (0 != sig_a && 0 != sig_b) {
             ofl_sig_describe(sig_a, sig_b, diff, sizeof(diff));
         }
@@ -45,8 +45,8 @@ void mca_coll_offload_report(mca_coll_offload_module_t *m, const char *what,
                     "coll:offload: %s on communicator %s (cid %u) rank %d: reading a peer's "
                     "memory failed (%s); returning MPI_ERR_OTHER",
                     what, comm->c_name, OFL_COMM_CID(comm), m->rank, strerror(-error));
-    } else if (OFL_WAIT_PEER_DEAD == st && NULL != m->nic.mem
-               && m->nic.base.ops->peer_alive(&m->nic.base, peer)) {
+    } else if (OFL_WAIT_PEER_DEAD == st && NULL != m->nic
+               && m->nic->ops->peer_alive(m->nic, peer)) {
         /* Marked failed by a rank that lives: a failure on its side (its own
          * message says which), after which it cannot take part any more. */
         opal_output(0,
@@ -75,7 +75,7 @@ int mca_coll_offload_refuse(mca_coll_offload_module_t *m, const char *what,
 {
     int a = -1, b = -1;
     uint64_t sig_a, sig_b;
-    m->nic.base.ops->mismatched(&m->nic.base, &a, &sig_a, &b, &sig_b);
+    m->nic->ops->mismatched(m->nic, &a, &sig_a, &b, &sig_b);
     opal_output(0,
                 "coll:offload: %s on communicator %s (cid %u) rank %d: refused: an earlier "
                 "collective on this communicator had mismatched arguments (ranks %d and %d); "
@@ -95,7 +95,7 @@ typedef struct {
 static int agree_poll(void *ctx)
 {
     agree_t *a = ctx;
-    ofl_nic_t *nic = &a->m->nic.base;
+    ofl_nic_t *nic = a->m->nic;
     for (; a->next < nic->size; ++a->next) {
         uint64_t theirs = 0;
         if (a->next == nic->rank) {
@@ -117,7 +117,7 @@ static int agree_poll(void *ctx)
 static ofl_wait_status_t agree_check(void *ctx, double waited_s, double timeout_s, int *peer)
 {
     agree_t *a = ctx;
-    ofl_nic_t *nic = &a->m->nic.base;
+    ofl_nic_t *nic = a->m->nic;
     if (ofl_sig_check(nic, a->sig, a->callno, peer)) {
         return OFL_WAIT_MISMATCH;
     }
@@ -152,7 +152,7 @@ int mca_coll_offload_agree(mca_coll_offload_module_t *m, const char *what, uint6
     if (above < 0 || (OFL_R_POLICY == reason && bytes <= (size_t) above)) {
         int a, b;
         uint64_t sig_a, sig_b;
-        if (OPAL_UNLIKELY(m->nic.base.ops->mismatched(&m->nic.base, &a, &sig_a, &b, &sig_b))) {
+        if (OPAL_UNLIKELY(m->nic->ops->mismatched(m->nic, &a, &sig_a, &b, &sig_b))) {
             /* a peer found one since: this rank's calls are no longer the others' */
             __atomic_store_n(&m->state, OFL_MOD_BROKEN, __ATOMIC_RELAXED);
             return mca_coll_offload_refuse(m, what, comm);
@@ -183,7 +183,7 @@ int mca_coll_offload_fail_here(mca_coll_offload_module_t *m, struct ompi_communi
                 "is marked failed (the other ranks' calls on it fail too) and falls back from "
                 "now on",
                 what, comm->c_name, OFL_COMM_CID(comm), m->rank, why);
-    ofl_softnic_poison_self(&m->nic);
+    ofl_nic_poison_self(m->nic);
     __atomic_store_n(&m->state, OFL_MOD_DISABLED, __ATOMIC_RELAXED);
     return rc;
 }

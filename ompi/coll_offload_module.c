@@ -48,7 +48,10 @@ void mca_coll_offload_release_nic(mca_coll_offload_module_t *m)
                            (unsigned long long) m->shm_share, __ATOMIC_RELAXED);
         m->shm_share = 0;
     }
-    ofl_softnic_detach(&m->nic);
+    if (NULL != m->nic) {
+        m->nic->ops->close(m->nic);
+        m->nic = NULL;
+    }
     ofl_program_free(&m->allreduce);
     ofl_program_free(&m->barrier);
     ofl_program_free(&m->allreduce_x);

@@ -85,7 +85,7 @@ static int run(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_
     int who = -1, cnt = OFL_CNT_DATA * OFL_CHANNELS, peer = -1;
     uint64_t have = 0;
     int64_t need = 0;
-    ofl_wait_status_t st = ofl_engine_run(&m->inst, prog, &m->nic.base, &m->edges, call,
+    ofl_wait_status_t st = ofl_engine_run(&m->inst, prog, m->nic, &m->edges, call,
                                           &m->wait_opts, &peer);
     if (OPAL_LIKELY(OFL_WAIT_OK == st)) {
         return OMPI_SUCCESS;
@@ -114,7 +114,7 @@ static int run_board(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_ca
     int peer = -1;
     uint64_t seq = ++m->board_seq;
     ofl_board_call_t c;
-    ofl_board_prepare(&c, &m->nic.base, seq, call->send, call->recv, call->count, call->elem,
+    ofl_board_prepare(&c, m->nic, seq, call->send, call->recv, call->count, call->elem,
                       call->fn);
     ofl_board_sign(&c, call->sig, call->callno);
     ofl_wait_status_t st = ofl_board_run(&c, &m->wait_opts, &peer);

@@ -62,11 +62,11 @@ static inline void call_post(mca_coll_offload_module_t *m, mca_coll_offload_qcal
                              const ofl_program_t *prog, const ofl_call_t *call)
 {
     if (qc->board) {
-        ofl_board_prepare(&qc->bc, &m->nic.base, ++m->board_seq, call->send, call->recv,
+        ofl_board_prepare(&qc->bc, m->nic, ++m->board_seq, call->send, call->recv,
                           call->count, call->elem, call->fn);
         ofl_board_sign(&qc->bc, call->sig, call->callno);
     } else {
-        ofl_engine_post(&qc->inst, prog, &m->nic.base, &m->edges, call);
+        ofl_engine_post(&qc->inst, prog, m->nic, &m->edges, call);
     }
 }
 
@@ -341,7 +341,7 @@ int mca_coll_offload_queue_module_activate(mca_coll_offload_module_t *m)
         m->blocking_call->blocking = 1;
     }
     uint32_t *word, *armed;
-    ofl_softnic_bell(&m->nic, &word, &armed);
+    m->nic->ops->bell(m->nic, &word, &armed);
     m->item.bell_word = word;
     m->item.bell_armed = armed;
     ofl_agent_add(&agent, &m->item);
@@ -475,7 +475,7 @@ int mca_coll_offload_queue_post(mca_coll_offload_module_t *m, mca_coll_offload_q
 void mca_coll_offload_queue_board_prepare(mca_coll_offload_module_t *m,
                                           mca_coll_offload_qcall_t *qc, const ofl_call_t *call)
 {
-    ofl_board_prepare(&qc->bc, &m->nic.base, 0, call->send, call->recv, call->count,
+    ofl_board_prepare(&qc->bc, m->nic, 0, call->send, call->recv, call->count,
                       call->elem, call->fn);
 }
 

@@ -44,7 +44,7 @@ typedef int (*ofl_agent_progress_fn)(ofl_agent_item_t *item);
 struct ofl_agent_item {
     ofl_agent_progress_fn progress;
     atomic_int busy;              /* executor lock: 1 while a thread runs progress */
-    /* Optional doorbell (a NIC's arrival notification, e.g. ofl_softnic_bell):
+    /* Optional doorbell (a NIC's arrival notification, the bell op of nic.h):
      * a futex word shared with the peers, and the flag that asks them to ring
      * it. NULL: the item has none. Set before ofl_agent_add. */
     uint32_t *bell_word;

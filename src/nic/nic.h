@@ -8,6 +8,8 @@
 #ifndef OFL_NIC_H
 #define OFL_NIC_H
 
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Every ordered pair of ranks has OFL_CHANNELS independent streams, and each
@@ -108,6 +110,15 @@ typedef struct {
      * outputs once one is set. */
     void (*mismatch)(ofl_nic_t *nic, int a, uint64_t sig_a, int b, uint64_t sig_b);
     int (*mismatched)(ofl_nic_t *nic, int *a, uint64_t *sig_a, int *b, uint64_t *sig_b);
+    /* This rank's doorbell (see ring): a word that peers increment and wake
+     * after delivering data while *armed is non-zero. An executor about to sleep
+     * stores 1 in *armed, then reads *word, checks for work once more, and
+     * futex-waits on word with the value read; it stores 0 in *armed when it
+     * wakes. NULL with ring. */
+    void (*bell)(ofl_nic_t *nic, uint32_t **word, uint32_t **armed);
+    /* Give back all the backend holds for this rank, the handle too where the
+     * backend allocated it. NULL: the handle's owner releases it its own way. */
+    void (*close)(ofl_nic_t *nic);
 } ofl_nic_ops_t;
 
 /* Validation. Whatever a backend reads from memory that another process writes
@@ -135,6 +146,16 @@ typedef struct {
  * is the call's board number). */
 #define OFL_BOARD_TAG_BITS 24
 
+/* Call records per rank (four lines): a peer that runs further ahead than this
+ * cannot be compared any more. */
+#define OFL_NIC_RECORDS 16
+
+/* A call record: the call number (0 while being rewritten) and the signature. */
+typedef struct {
+    _Atomic uint64_t callno;
+    _Atomic uint64_t sig;
+} ofl_nic_record_t;
+
 struct ofl_nic {
     const ofl_nic_ops_t *ops;
     int rank;
@@ -142,6 +163,35 @@ struct ofl_nic {
     int slots;              /* mailbox slots per stream */
     uint64_t slot_bytes;    /* bytes per mailbox slot: the largest segment */
     uint64_t board_bytes;   /* the largest board payload; 0: no board */
+    /* This rank's OFL_NIC_RECORDS call records where the backend keeps them in
+     * memory this process can store to (every call writes one, so it is not
+     * worth an indirect call); NULL: through ops->record. */
+    ofl_nic_record_t *own_records;
 };
+
+/* The record op, inline where the backend allows it. */
+static inline void ofl_nic_record(ofl_nic_t *nic, uint64_t callno, uint64_t sig)
+{
+    if (NULL == nic->own_records) {
+        nic->ops->record(nic, callno, sig);
+        return;
+    }
+    ofl_nic_record_t *r = nic->own_records + (callno & (OFL_NIC_RECORDS - 1));
+    /* A reader that sees the same number before and after reading the
+     * signature read this call's (a sequence lock with one writer). */
+    atomic_store_explicit(&r->callno, 0, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&r->sig, sig, memory_order_relaxed);
+    atomic_store_explicit(&r->callno, callno, memory_order_release);
+}
+
+/* This rank cannot go on with the communicator: mark it failed, naming itself,
+ * so that every peer waiting on it gives up at its next liveness check. */
+static inline void ofl_nic_poison_self(ofl_nic_t *nic)
+{
+    if (NULL != nic) {
+        nic->ops->poison(nic, nic->rank);
+    }
+}
 
 #endif

@@ -313,12 +313,12 @@ static uint64_t sn_stamped(ofl_nic_t *b, int peer, int chan, uint64_t item)
 
 static void sn_record(ofl_nic_t *b, uint64_t callno, uint64_t sig)
 {
-    ofl_softnic_record((ofl_softnic_t *) b, callno, sig);
+    ofl_nic_record(b, callno, sig);   /* through own_records, set at attach */
 }
 
 static uint64_t sn_recorded(ofl_nic_t *b, int peer, uint64_t callno, uint64_t *sig)
 {
-    ofl_softnic_record_t *r = ofl_softnic_record_at((ofl_softnic_t *) b, peer, callno);
+    ofl_nic_record_t *r = ofl_softnic_record_at((ofl_softnic_t *) b, peer, callno);
     uint64_t n = atomic_load_explicit(&r->callno, memory_order_acquire);
     if (n != callno) {
         return n;
@@ -366,6 +366,9 @@ static int sn_mismatched(ofl_nic_t *b, int *a, uint64_t *sig_a, int *peer, uint6
 static void sn_poison(ofl_nic_t *b, int dead)
 {
     softnic_hdr_t *h = (softnic_hdr_t *) ((ofl_softnic_t *) b)->mem;
+    if (NULL == h) {
+        return;   /* not attached (a failed set-up): nobody waits on this segment */
+    }
     int32_t expect = 0;
     atomic_compare_exchange_strong(&h->poison, &expect, dead + 1);
 }
@@ -394,11 +397,20 @@ static void sn_ring(ofl_nic_t *b, int peer)
     syscall(SYS_futex, &bell->word, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
 
-void ofl_softnic_bell(ofl_softnic_t *nic, uint32_t **word, uint32_t **armed)
+static void sn_bell(ofl_nic_t *b, uint32_t **word, uint32_t **armed)
 {
-    sn_bell_t *bell = bell_at(nic, nic->base.rank);
+    sn_bell_t *bell = bell_at((ofl_softnic_t *) b, b->rank);
     *word = (uint32_t *) &bell->word;
     *armed = (uint32_t *) &bell->armed;
+}
+
+static void sn_close(ofl_nic_t *b)
+{
+    ofl_softnic_t *nic = (ofl_softnic_t *) b;
+    ofl_softnic_detach(nic);
+    if (nic->owned) {
+        free(nic);
+    }
 }
 
 const ofl_nic_ops_t ofl_softnic_ops = {
@@ -421,4 +433,6 @@ const ofl_nic_ops_t ofl_softnic_ops = {
     .recorded = sn_recorded,
     .mismatch = sn_mismatch,
     .mismatched = sn_mismatched,
+    .bell = sn_bell,
+    .close = sn_close,
 };

@@ -70,37 +70,14 @@ typedef struct {
     uint64_t *data_put;        /* items put to the peer's stream (DATA bumps) */
     uint64_t *credit_given;    /* items of the peer's stream consumed (CREDIT bumps) */
     int32_t *pid;              /* [size] the ranks' pids once sealed, else NULL */
-    void *own_records;         /* this rank's call records (every call writes one) */
+    int owned;                 /* from ofl_softnic_new: the close op frees it */
 } ofl_softnic_t;
 
-/* Call records per rank (four lines): a peer that runs further ahead than this
- * cannot be compared any more. */
-#define OFL_SOFTNIC_RECORDS 16
-
-/* A call record: the call number (0 while being rewritten) and the signature. */
-typedef struct {
-    _Atomic uint64_t callno;
-    _Atomic uint64_t sig;
-} ofl_softnic_record_t;
-
-static inline ofl_softnic_record_t *ofl_softnic_record_at(ofl_softnic_t *nic, int rank,
-                                                          uint64_t callno)
+static inline ofl_nic_record_t *ofl_softnic_record_at(ofl_softnic_t *nic, int rank,
+                                                      uint64_t callno)
 {
-    return (ofl_softnic_record_t *) (nic->mem + nic->off_records)
-           + (uint64_t) rank * OFL_SOFTNIC_RECORDS + (callno & (OFL_SOFTNIC_RECORDS - 1));
-}
-
-/* The record op of nic.h, inline: every collective call makes one. */
-static inline void ofl_softnic_record(ofl_softnic_t *nic, uint64_t callno, uint64_t sig)
-{
-    ofl_softnic_record_t *r = (ofl_softnic_record_t *) nic->own_records
-                              + (callno & (OFL_SOFTNIC_RECORDS - 1));
-    /* A reader that sees the same number before and after reading the
-     * signature read this call's (a sequence lock with one writer). */
-    atomic_store_explicit(&r->callno, 0, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
-    atomic_store_explicit(&r->sig, sig, memory_order_relaxed);
-    atomic_store_explicit(&r->callno, callno, memory_order_release);
+    return (ofl_nic_record_t *) (nic->mem + nic->off_records)
+           + (uint64_t) rank * OFL_NIC_RECORDS + (callno & (OFL_NIC_RECORDS - 1));
 }
 
 /* Bytes of the segment for `size` ranks (address space: the mailboxes of every
@@ -116,6 +93,11 @@ size_t ofl_softnic_share(int size, int slots, int streams, size_t segsize);
 /* The largest slot payload (segsize of create/attach), at most max_slot, whose
  * share stays within `budget` bytes; 0 when not even one page per stream fits. */
 size_t ofl_softnic_fit(int size, int slots, int streams, size_t budget, size_t max_slot);
+
+/* A handle for create/attach that the NIC's close op (nic.h) detaches and
+ * frees; NULL without memory. (A caller's own ofl_softnic_t works as well; it
+ * then detaches it itself.) */
+ofl_softnic_t *ofl_softnic_new(void);
 
 /* Rank `rank` creates an anonymous segment (memfd: it never has a name, so
  * nothing of it outlives the processes that map it, whatever way they end) and
@@ -145,11 +127,6 @@ int ofl_softnic_attach(ofl_softnic_t *nic, const char *name, int size, int rank,
 int ofl_softnic_attach_unlink(ofl_softnic_t *nic, const char *name, int size, int rank,
                               int slots, size_t segsize);
 
-/* This rank cannot go on with the communicator (a local failure in the middle of
- * a call or of set-up): mark it failed, naming this rank, so that every peer
- * waiting on it gives up at its next liveness check instead of waiting for ever. */
-void ofl_softnic_poison_self(ofl_softnic_t *nic);
-
 /* Every rank has attached (the caller agreed on it): keep the ranks' pids
  * privately from now on, so that a peer rewriting the header cannot point
  * liveness checks or cross-memory reads at another process. 0, or -EPROTO if a
@@ -159,13 +136,6 @@ int ofl_softnic_seal(ofl_softnic_t *nic);
 /* Can this process read `peer`'s memory (cross-memory attach)? Reads the word
  * at addr in peer's address space and compares it with expect: 0 or -errno. */
 int ofl_softnic_probe_get(ofl_softnic_t *nic, int peer, const void *addr, uint64_t expect);
-
-/* This rank's doorbell: a futex word (shared between processes) that peers
- * increment and wake after delivering data while *armed is non-zero. An
- * executor about to sleep stores 1 in *armed, then reads *word, checks for
- * work once more, and futex-waits on word with the value read; it stores 0 in
- * *armed when it wakes. */
-void ofl_softnic_bell(ofl_softnic_t *nic, uint32_t **word, uint32_t **armed);
 
 /* Remove the names in /dev/shm that begin with `prefix` followed by a process
  * id and '.', whose process no longer exists: named segments of a creator

@@ -18,7 +18,7 @@
 #define BOARD_LINES OFL_BOARD_MAX_LINES  /* per rank and call parity */
 #define OFL_LIKELY(x) __builtin_expect(!!(x), 1)
 #define OFL_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define RECORDS OFL_SOFTNIC_RECORDS
+#define RECORDS OFL_NIC_RECORDS
 #define BOARD_SEQ_SHIFT OFL_BOARD_TAG_BITS
 
 typedef ofl_softnic_hdr_t softnic_hdr_t;

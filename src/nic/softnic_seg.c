@@ -171,7 +171,11 @@ static int open_segment(ofl_softnic_t *nic, const where_t *w, int create)
 static int setup(ofl_softnic_t *nic, const where_t *w, int size, int rank, int slots,
                  size_t segsize, int create)
 {
+    int owned = nic->owned;
     memset(nic, 0, sizeof(*nic));
+    nic->owned = owned;
+    /* the ops from the start, so that close works on a failed attach too */
+    nic->base.ops = &ofl_softnic_ops;
     if (size < 1 || rank < 0 || rank >= size || slots < 1) {
         return -EINVAL;
     }
@@ -191,7 +195,7 @@ static int setup(ofl_softnic_t *nic, const where_t *w, int size, int rank, int s
         nic->credit_seen = nic->data_put = nic->credit_given = NULL;
         return rc;
     }
-    nic->own_records = ofl_softnic_record_at(nic, rank, 0);
+    nic->base.own_records = ofl_softnic_record_at(nic, rank, 0);
     softnic_hdr_t *h = (softnic_hdr_t *) nic->mem;
     if (create) {
         h->size = (uint32_t) size;
@@ -250,6 +254,16 @@ int ofl_softnic_attach_unlink(ofl_softnic_t *nic, const char *name, int size, in
     return setup(nic, &w, size, rank, slots, segsize, 0);
 }
 
+ofl_softnic_t *ofl_softnic_new(void)
+{
+    ofl_softnic_t *nic = calloc(1, sizeof(*nic));
+    if (NULL != nic) {
+        nic->base.ops = &ofl_softnic_ops;
+        nic->owned = 1;
+    }
+    return nic;
+}
+
 int ofl_softnic_create_anon(ofl_softnic_t *nic, int *fd, int size, int rank, int slots,
                             size_t segsize)
 {
@@ -263,13 +277,6 @@ int ofl_softnic_attach_anon(ofl_softnic_t *nic, int pid, int fd, int size, int r
 {
     where_t w = { .pid = pid, .fd = fd };
     return setup(nic, &w, size, rank, slots, segsize, 0);
-}
-
-void ofl_softnic_poison_self(ofl_softnic_t *nic)
-{
-    if (NULL != nic->mem) {
-        ofl_softnic_ops.poison(&nic->base, nic->base.rank);
-    }
 }
 
 int ofl_softnic_seal(ofl_softnic_t *nic)
@@ -349,7 +356,7 @@ void ofl_softnic_detach(ofl_softnic_t *nic)
     if (NULL != nic->mem) {
         munmap(nic->mem, nic->len);
         nic->mem = NULL;
-        nic->own_records = NULL;
+        nic->base.own_records = NULL;
     }
     free(nic->credit_seen);
     nic->credit_seen = nic->data_put = nic->credit_given = NULL;

@@ -64,7 +64,7 @@ static volatile uint64_t *board_seq(uint8_t *seg, int rank, uint64_t seq)
     uint64_t bells = round_up(sizeof(ofl_softnic_hdr_t) + sizeof(int32_t) * size, LINE);
     uint64_t records = bells + size * LINE;
     uint64_t counters
-        = round_up(records + size * OFL_SOFTNIC_RECORDS * sizeof(ofl_softnic_record_t), 4096);
+        = round_up(records + size * OFL_NIC_RECORDS * sizeof(ofl_nic_record_t), 4096);
     uint64_t board = counters + size * size * 2 * LINE;
     uint64_t line = ((uint64_t) rank * 2 + (seq & 1)) * 4;
     return (volatile uint64_t *) (seg + board + line * LINE + 56);

@@ -69,7 +69,7 @@ static char child_attach_anon(int pid, int fd, int size, uint32_t drop_to_uid)
         char c = 0 == rc ? 'y' : (-EACCES == rc || -EPERM == rc) ? 'r' : 'n';
         if (0 == rc) {
             /* Prove it is the same memory: the poison word the parent reads. */
-            ofl_softnic_poison_self(&b);
+            ofl_nic_poison_self(&b.base);
             ofl_softnic_detach(&b);
         }
         if (1 != write(ready[1], &c, 1)) {
