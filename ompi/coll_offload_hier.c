@@ -101,7 +101,8 @@ static int hier_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_d
         ofl_type_t ntype;
         if (h->net_ready && mca_coll_offload_component.params.ofi_native
             && 0 == mca_coll_offload_map_kind(dtype, op, &nop, &ntype)
-            && ofl_ofi_native_ok(h->ofi, nop, ntype, (size_t) count)) {
+            && ofl_net_native(&h->net)
+            && h->net.ops->native_ok(&h->net, nop, ntype, (size_t) count)) {
             /* the same answer on every leader: provider, op, type, count */
             rc = mca_coll_offload_hier_net_native(h, rbuf, (size_t) count, nop, ntype,
                                                   "MPI_Allreduce");
@@ -262,7 +263,7 @@ static int hier_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t
     rc = lo->c_coll->coll_barrier(lo, lo->c_coll->coll_barrier_module);
     if (OMPI_SUCCESS == rc && MPI_COMM_NULL != h->leaders) {
         if (h->net_ready && mca_coll_offload_component.params.ofi_native
-            && ofl_ofi_native(h->ofi)) {
+            && ofl_net_native(&h->net)) {
             rc = mca_coll_offload_hier_net_native(h, NULL, 0, OFL_OP_SUM, OFL_T_UINT64,
                                                   "MPI_Barrier");
         } else if (h->net_ready) {

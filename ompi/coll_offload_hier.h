@@ -8,7 +8,7 @@
 
 #include "coll_offload.h"
 
-#include "nic/ofi.h"
+#include "nic/net.h"
 
 /* A reduce crosses the node level in chunks of this many bytes at most, so a
  * leader needs a fixed scratch reserved at set-up rather than one per call
@@ -31,11 +31,11 @@ typedef struct {
     void *tmp;                      /* a leader's partial results in a reduce, one chunk
                                        of HIER_SCRATCH_BYTES at a time (leaders only) */
 
-    /* The leaders' level on the libfabric NIC. net_ready: on a leader, its NIC
+    /* The leaders' level on the network NIC. net_ready: on a leader, its NIC
      * is up (agreed among leaders); on the others, their leader's is. */
     unsigned calls;                 /* node-aware calls so far (up to ofi_after + 1) */
     int net_ready;
-    ofl_ofi_t *ofi;
+    ofl_net_t net;                  /* the leaders' network NIC (net.h) */
     ofl_edges_t net_edges;
     ofl_program_t net_allreduce;
     ofl_program_t net_barrier;

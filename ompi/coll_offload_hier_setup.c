@@ -33,10 +33,7 @@ static void net_release(hier_module_t *h)
     ofl_program_free(&h->net_allreduce);
     ofl_program_free(&h->net_barrier);
     ofl_edges_fini(&h->net_edges);
-    if (NULL != h->ofi) {
-        ofl_ofi_close(h->ofi);
-        h->ofi = NULL;
-    }
+    ofl_net_close(&h->net);
     h->net_ready = 0;
 }
 
@@ -93,6 +90,7 @@ static void net_setup(hier_module_t *h)
     int n = ompi_comm_size(up), me = ompi_comm_rank(up);
     char why[256] = "";
     const char *fabric = c->params.ofi_fabric;
+    const ofl_net_ops_t *backend = ofl_net_backend(NULL);
     /* The programs first: the NIC is made for their peers only. */
     ofl_sched_params_t sp = {
         .reduce_kind = (ofl_tree_kind_t) c->params.reduce_tree,
@@ -114,18 +112,22 @@ static void net_setup(hier_module_t *h)
         for (int i = 0; i < h->net_barrier.npeers; ++i) {
             peers[npeers++] = h->net_barrier.peers[i];
         }
-        h->ofi = ofl_ofi_open(me, n, peers, npeers, c->params.slots, c->params.segment_size,
-                              c->params.ofi_provider, NULL != fabric && *fabric ? fabric : NULL,
-                              why, sizeof(why));
+        ofl_net_args_t args = {
+            .rank = me, .size = n, .peers = peers, .npeers = npeers,
+            .slots = c->params.slots, .slot_bytes = c->params.segment_size,
+            .provider = c->params.ofi_provider,
+            .iface = NULL != fabric && *fabric ? fabric : NULL,
+        };
+        ofl_net_open(&h->net, backend, &args, why, sizeof(why));
     } else {
         snprintf(why, sizeof(why), "cannot compile the leaders' programs");
     }
-    size_t bb = ofl_ofi_blob_bytes(n);
+    size_t bb = backend->blob_bytes(n);
     char *blobs = malloc(bb * (size_t) n);
     char *mine = calloc(1, bb);
-    int ok = NULL != h->ofi && NULL != blobs && NULL != mine;
+    int ok = ofl_net_is_open(&h->net) && NULL != blobs && NULL != mine;
     if (ok) {
-        ofl_ofi_address(h->ofi, mine);
+        backend->address(&h->net, mine);
     } else if ('\0' == why[0]) {
         snprintf(why, sizeof(why), "out of memory");
     }
@@ -134,7 +136,7 @@ static void net_setup(hier_module_t *h)
     int rc = up->c_coll->coll_allgather(NULL != mine ? mine : blobs, (int) bb, &ompi_mpi_byte.dt,
                                         blobs, (int) bb, &ompi_mpi_byte.dt, up,
                                         up->c_coll->coll_allgather_module);
-    ok = ok && OMPI_SUCCESS == rc && 0 == ofl_ofi_connect(h->ofi, blobs, why, sizeof(why));
+    ok = ok && OMPI_SUCCESS == rc && 0 == backend->connect(&h->net, blobs, why, sizeof(why));
     free(blobs);
     free(mine);
     int all = ok;
@@ -145,10 +147,10 @@ static void net_setup(hier_module_t *h)
         opal_output_verbose(1, c->output,
                             "coll:offload: %s leaders (%d nodes): libfabric NIC ready "
                             "(provider %s; %zu receiving streams; native triggered "
-                            "collectives: %s)", up->c_name, n, ofl_ofi_provider(h->ofi),
-                            ofl_ofi_streams(h->ofi),
+                            "collectives: %s)", up->c_name, n, backend->provider(&h->net),
+                            backend->streams(&h->net),
                             !c->params.ofi_native ? "off (coll_offload_ofi_native=0)"
-                            : ofl_ofi_native(h->ofi) ? "yes"
+                            : ofl_net_native(&h->net) ? "yes"
                                                      : "no (provider or number of nodes)");
         return;
     }
@@ -316,12 +318,12 @@ int mca_coll_offload_hier_net_run(hier_module_t *h, const ofl_program_t *prog,
 {
     mca_coll_offload_component_t *c = &mca_coll_offload_component;
     uint64_t w0, b0, w1, b1;
-    ofl_ofi_stats(h->ofi, &w0, &b0);
+    h->net.ops->stats(&h->net, &w0, &b0);
     ofl_wait_opts_t opts = ofl_glue_wait_opts(&c->params);
     int peer = -1;
-    ofl_wait_status_t st = ofl_engine_run(&h->net_inst, prog, ofl_ofi_nic(h->ofi), &h->net_edges,
+    ofl_wait_status_t st = ofl_engine_run(&h->net_inst, prog, h->net.ops->nic(&h->net), &h->net_edges,
                                           call, &opts, &peer);
-    ofl_ofi_stats(h->ofi, &w1, &b1);
+    h->net.ops->stats(&h->net, &w1, &b1);
     __atomic_fetch_add(&c->ofi_writes, (unsigned long long) (w1 - w0), __ATOMIC_RELAXED);
     __atomic_fetch_add(&c->ofi_bytes, (unsigned long long) (b1 - b0), __ATOMIC_RELAXED);
     if (OPAL_LIKELY(OFL_WAIT_OK == st)) {
@@ -339,7 +341,7 @@ int mca_coll_offload_hier_net_run(hier_module_t *h, const ofl_program_t *prog,
 /* Waiting for a native call: done when the NIC says so; no peer to watch (the
  * runtime notices dead ranks across nodes), only the watchdog. */
 typedef struct {
-    ofl_ofi_t *ofi;
+    ofl_net_t *net;
     void *recv;
     int rc;
 } native_wait_t;
@@ -347,7 +349,7 @@ typedef struct {
 static int native_poll(void *ctx)
 {
     native_wait_t *n = ctx;
-    int r = ofl_ofi_native_test(n->ofi, n->recv);
+    int r = n->net->ops->native_test(n->net, n->recv);
     n->rc = r < 0 ? r : 0;
     return r;
 }
@@ -363,22 +365,22 @@ int mca_coll_offload_hier_net_native(hier_module_t *h, void *buf, size_t count, 
                                      ofl_type_t type, const char *what)
 {
     mca_coll_offload_component_t *c = &mca_coll_offload_component;
-    uint64_t w0, b0, w1, b1, t0 = ofl_ofi_native_posted(h->ofi);
-    ofl_ofi_stats(h->ofi, &w0, &b0);
+    uint64_t w0, b0, w1, b1, t0 = h->net.ops->native_posted(&h->net);
+    h->net.ops->stats(&h->net, &w0, &b0);
     ofl_wait_opts_t w = ofl_glue_wait_opts(&c->params);
-    int rc = NULL == buf ? ofl_ofi_native_post_barrier(h->ofi)
-                         : ofl_ofi_native_post(h->ofi, buf, count, op, type);
+    int rc = NULL == buf ? h->net.ops->native_post_barrier(&h->net)
+                         : h->net.ops->native_post(&h->net, buf, count, op, type);
     if (0 == rc) {
-        native_wait_t n = { .ofi = h->ofi, .recv = buf, .rc = 0 };
+        native_wait_t n = { .net = &h->net, .recv = buf, .rc = 0 };
         int peer;
         ofl_wait_status_t st = ofl_wait_loop(native_poll, native_check, &n, &w, &peer);
         rc = OFL_WAIT_OK == st ? 0 : OFL_WAIT_TIMEOUT == st ? -ETIMEDOUT : n.rc ? n.rc : -EIO;
     }
-    ofl_ofi_stats(h->ofi, &w1, &b1);
+    h->net.ops->stats(&h->net, &w1, &b1);
     __atomic_fetch_add(&c->ofi_writes, (unsigned long long) (w1 - w0), __ATOMIC_RELAXED);
     __atomic_fetch_add(&c->ofi_bytes, (unsigned long long) (b1 - b0), __ATOMIC_RELAXED);
     __atomic_fetch_add(&c->ofi_triggered,
-                       (unsigned long long) (ofl_ofi_native_posted(h->ofi) - t0),
+                       (unsigned long long) (h->net.ops->native_posted(&h->net) - t0),
                        __ATOMIC_RELAXED);
     if (OPAL_LIKELY(0 == rc)) {
         return OMPI_SUCCESS;
