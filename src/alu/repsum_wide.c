@@ -72,7 +72,7 @@ static inline ofl_repsum_meta_t meta_of(double x)
                                 | NOT_NEGZERO);
 }
 
-void ofl_repsum_meta_from_double(ofl_repsum_meta_t *out, const double *in, size_t count)
+void ofl_repsum_meta_from_double_ref(ofl_repsum_meta_t *out, const double *in, size_t count)
 {
     for (size_t i = 0; i < count; ++i) {
         out[i] = meta_of(in[i]);
@@ -121,8 +121,8 @@ static inline void wide_of(ofl_repsum_wide_t *o, double x, ofl_repsum_meta_t m)
     o->hi = (uint64_t) (v >> 64);
 }
 
-void ofl_repsum_wide_from_double(ofl_repsum_wide_t *out, const double *in,
-                                 const ofl_repsum_meta_t *meta, size_t count)
+void ofl_repsum_wide_from_double_ref(ofl_repsum_wide_t *out, const double *in,
+                                     const ofl_repsum_meta_t *meta, size_t count)
 {
     for (size_t i = 0; i < count; ++i) {
         wide_of(&out[i], in[i], meta[i]);
@@ -137,7 +137,7 @@ void ofl_repsum_wide_from_float(ofl_repsum_wide_t *out, const float *in,
     }
 }
 
-void ofl_repsum_wide_add(void *out, const void *a, const void *b, size_t count)
+void ofl_repsum_wide_add_ref(void *out, const void *a, const void *b, size_t count)
 {
     ofl_repsum_wide_t *o = out;
     const ofl_repsum_wide_t *p = a, *q = b;
@@ -163,13 +163,18 @@ static inline uint64_t binned_flags(ofl_repsum_meta_t m)
     return (uint64_t) (m & FLAG_MASK) << FLAG_SHIFT;
 }
 
-void ofl_repsum_wide_to_double(double *out, const ofl_repsum_wide_t *in,
-                               const ofl_repsum_meta_t *meta, size_t count)
+static inline double to_double_one(const ofl_repsum_wide_t *e, ofl_repsum_meta_t m)
+{
+    int neg, x;
+    ofl_u128 u = wide_value(e, m, &neg, &x);
+    return ofl_rs_to_double(binned_flags(m), neg, u, 0, x);
+}
+
+void ofl_repsum_wide_to_double_ref(double *out, const ofl_repsum_wide_t *in,
+                                   const ofl_repsum_meta_t *meta, size_t count)
 {
     for (size_t i = 0; i < count; ++i) {
-        int neg, x;
-        ofl_u128 u = wide_value(&in[i], meta[i], &neg, &x);
-        out[i] = ofl_rs_to_double(binned_flags(meta[i]), neg, u, 0, x);
+        out[i] = to_double_one(&in[i], meta[i]);
     }
 }
 
@@ -187,4 +192,61 @@ int ofl_repsum_meta_inexact(ofl_repsum_meta_t m)
 {
     unsigned low = (m >> LOW_SHIFT) & TOP_MASK;
     return OFL_REPSUM_META_LOW_NONE != low && (int) low < (int) (m & TOP_MASK) - K + 1;
+}
+
+#define HAVE_AVX2_CODE 0
+
+int ofl_repsum_wide_vector(void)
+{
+#if HAVE_AVX2_CODE
+    return use_avx2();
+#else
+    return 0;
+#endif
+}
+
+void ofl_repsum_meta_from_double(ofl_repsum_meta_t *out, const double *in, size_t count)
+{
+#if HAVE_AVX2_CODE
+    if (use_avx2()) {
+        meta_from_double_avx2(out, in, count);
+        return;
+    }
+#endif
+    ofl_repsum_meta_from_double_ref(out, in, count);
+}
+
+void ofl_repsum_wide_from_double(ofl_repsum_wide_t *out, const double *in,
+                                 const ofl_repsum_meta_t *meta, size_t count)
+{
+#if HAVE_AVX2_CODE
+    if (use_avx2()) {
+        wide_from_double_avx2(out, in, meta, count);
+        return;
+    }
+#endif
+    ofl_repsum_wide_from_double_ref(out, in, meta, count);
+}
+
+void ofl_repsum_wide_add(void *out, const void *a, const void *b, size_t count)
+{
+#if HAVE_AVX2_CODE
+    if (use_avx2()) {
+        wide_add_avx2(out, a, b, count);
+        return;
+    }
+#endif
+    ofl_repsum_wide_add_ref(out, a, b, count);
+}
+
+void ofl_repsum_wide_to_double(double *out, const ofl_repsum_wide_t *in,
+                               const ofl_repsum_meta_t *meta, size_t count)
+{
+#if HAVE_AVX2_CODE
+    if (use_avx2()) {
+        wide_to_double_avx2(out, in, meta, count);
+        return;
+    }
+#endif
+    ofl_repsum_wide_to_double_ref(out, in, meta, count);
 }

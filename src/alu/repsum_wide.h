@@ -65,6 +65,20 @@ void ofl_repsum_wide_to_double(double *out, const ofl_repsum_wide_t *in,
 void ofl_repsum_wide_to_float(float *out, const ofl_repsum_wide_t *in,
                               const ofl_repsum_meta_t *meta, size_t count);
 
+/* The portable definitions of the double conversions and the add. The entry
+ * points above take vector code where the CPU has it (x86-64 with AVX2, found
+ * at run time) and must equal these bit for bit: they are the reference the
+ * unit tests hold the vector code to. */
+void ofl_repsum_meta_from_double_ref(ofl_repsum_meta_t *out, const double *in, size_t count);
+void ofl_repsum_wide_from_double_ref(ofl_repsum_wide_t *out, const double *in,
+                                     const ofl_repsum_meta_t *meta, size_t count);
+void ofl_repsum_wide_add_ref(void *out, const void *a, const void *b, size_t count);
+void ofl_repsum_wide_to_double_ref(double *out, const ofl_repsum_wide_t *in,
+                                   const ofl_repsum_meta_t *meta, size_t count);
+
+/* 1 when the entry points take the vector code on this CPU. */
+int ofl_repsum_wide_vector(void);
+
 /* 1 when bins holding nonzero input bits lie below the kept ones. */
 int ofl_repsum_meta_inexact(ofl_repsum_meta_t m);
 
