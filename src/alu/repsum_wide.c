@@ -194,7 +194,265 @@ int ofl_repsum_meta_inexact(ofl_repsum_meta_t m)
     return OFL_REPSUM_META_LOW_NONE != low && (int) low < (int) (m & TOP_MASK) - K + 1;
 }
 
+/*
+ * The vector code: x86-64 AVX2, four doubles per 256-bit register, one 64-bit
+ * lane each, chosen at run time. Every lane computes what the scalar code above
+ * computes for its value, without branches:
+ *
+ * - AVX2 has no vector clz or ctz. An integer v <= 2^52 is exactly the double
+ *   whose bits are those of 2^52 plus v, minus 2^52, so floor(log2 v) is read
+ *   from that double's exponent field: for the lowest set bit of a significand
+ *   (sig & -sig, at most 2^52), for a subnormal's significand, and for 32 bits
+ *   of a 128-bit sum chosen by two compares.
+ * - Variable shifts (vpsllvq, vpsrlvq) give 0 for counts of 64 or more, and a
+ *   negative count is such a count as an unsigned one: a shift of the 53-bit
+ *   significand by d into a 128-bit integer, or of a sum up to bit 127, is a
+ *   few shifts ORed together with no test on d.
+ * - x / 40 for 0 <= x < 2^16 is (x * 52429) >> 21 (52429 * 40 = 2^21 + 8, so
+ *   the error stays below 1/40 there; the bin indices are below 2100).
+ *
+ * The rounding back takes the scalar code's fast formula (ofl_rs_to_double) for
+ * every lane whose sum is nonzero and normal; it also holds for sums of 53 bits
+ * or fewer, which are exact (no round bit, no sticky bits). Zero sums are +0.0
+ * or -0.0 by the flags. Lanes with NaN or infinities among the inputs, or with
+ * a subnormal or overflowing result, are done again by the scalar code.
+ */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_AVX2_CODE 1
+#include <immintrin.h>
+
+#define AVX2 __attribute__((target("avx2")))
+
+#define V(c) _mm256_set1_epi64x((long long) (c))
+#define TWO52_BITS 0x4330000000000000LL
+
+/* floor(log2 v) for 1 <= v <= 2^52 in each lane. */
+AVX2 static inline __m256i log2_small(__m256i v)
+{
+    __m256d d = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_add_epi64(v, V(TWO52_BITS))),
+                              _mm256_set1_pd(0x1p52));
+    return _mm256_sub_epi64(_mm256_srli_epi64(_mm256_castpd_si256(d), 52), V(1023));
+}
+
+/* x / 40 for 0 <= x < 2^16 in each lane. */
+AVX2 static inline __m256i div40(__m256i x)
+{
+    return _mm256_srli_epi64(_mm256_mul_epu32(x, V(52429)), 21);
+}
+
+/* A value's fields as decode() has them: sig (0 for zeros and non-finite
+ * values), pos, and masks (all ones) for negative, non-finite and zero. */
+typedef struct {
+    __m256i sig, pos, neg, special, zero, s, subn, field;
+} fields4_t;
+
+AVX2 static inline fields4_t decode4(__m256i bits)
+{
+    fields4_t f;
+    const __m256i zero = _mm256_setzero_si256(), ones = _mm256_cmpeq_epi64(zero, zero);
+    f.field = _mm256_and_si256(_mm256_srli_epi64(bits, 52), V(0x7ff));
+    f.s = _mm256_and_si256(bits, V((UINT64_C(1) << 52) - 1));
+    f.neg = _mm256_cmpgt_epi64(zero, bits);
+    f.special = _mm256_cmpeq_epi64(f.field, V(0x7ff));
+    f.subn = _mm256_cmpeq_epi64(f.field, zero);
+    f.zero = _mm256_and_si256(f.subn, _mm256_cmpeq_epi64(f.s, zero));
+    __m256i normal = _mm256_xor_si256(f.subn, ones);
+    f.sig = _mm256_or_si256(f.s, _mm256_and_si256(normal, V(UINT64_C(1) << 52)));
+    f.sig = _mm256_andnot_si256(_mm256_or_si256(f.special, f.zero), f.sig);
+    f.pos = _mm256_add_epi64(f.field, normal);   /* field - 1, or 0 for subnormals */
+    return f;
+}
+
+/* meta_of() in each lane (values below 2^16 in 64-bit lanes). */
+AVX2 static inline __m256i meta4(__m256i bits)
+{
+    fields4_t f = decode4(bits);
+    __m256i lsb = _mm256_and_si256(f.sig, _mm256_sub_epi64(_mm256_setzero_si256(), f.sig));
+    __m256i lo = _mm256_add_epi64(f.pos, log2_small(lsb));
+    __m256i hi = _mm256_blendv_epi8(_mm256_add_epi64(f.field, V(51)), log2_small(f.s), f.subn);
+    __m256i m = _mm256_or_si256(_mm256_or_si256(div40(hi), _mm256_slli_epi64(div40(lo), LOW_SHIFT)),
+                                V(NOT_NEGZERO));
+    /* non-finite: NaN, or -Inf / +Inf by the sign */
+    __m256i inf = _mm256_add_epi64(V(OFL_REPSUM_PINF >> FLAG_SHIFT),
+                                   _mm256_and_si256(f.neg, V(OFL_REPSUM_PINF >> FLAG_SHIFT)));
+    __m256i is_nan = _mm256_xor_si256(_mm256_cmpeq_epi64(f.s, _mm256_setzero_si256()),
+                                      _mm256_cmpeq_epi64(f.s, f.s));
+    __m256i flag = _mm256_blendv_epi8(inf, V(OFL_REPSUM_NAN >> FLAG_SHIFT), is_nan);
+    __m256i special = _mm256_or_si256(flag, V(NONE_LOW | NOT_NEGZERO));
+    __m256i zero = _mm256_or_si256(V(NONE_LOW), _mm256_andnot_si256(f.neg, V(NOT_NEGZERO)));
+    m = _mm256_blendv_epi8(m, special, f.special);
+    return _mm256_blendv_epi8(m, zero, f.zero);
+}
+
+AVX2 static void meta_from_double_avx2(ofl_repsum_meta_t *out, const double *in, size_t count)
+{
+    /* 16 values: two pairs of registers put into 32-bit lanes, packed to 16 bits
+     * (the order then a0 a1 b0 b1 c0 c1 d0 d1 | a2 a3 b2 b3 ... after the byte
+     * shuffle), and the 32-bit pairs put back in order */
+    const __m256i shuf = _mm256_setr_epi8(0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15,
+                                          0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    size_t i = 0;
+    for (; i + 16 <= count; i += 16) {
+        __m256i a = meta4(_mm256_loadu_si256((const __m256i *) (in + i)));
+        __m256i b = meta4(_mm256_loadu_si256((const __m256i *) (in + i + 4)));
+        __m256i c = meta4(_mm256_loadu_si256((const __m256i *) (in + i + 8)));
+        __m256i d = meta4(_mm256_loadu_si256((const __m256i *) (in + i + 12)));
+        __m256i ab = _mm256_or_si256(a, _mm256_slli_epi64(b, 32));
+        __m256i cd = _mm256_or_si256(c, _mm256_slli_epi64(d, 32));
+        __m256i p = _mm256_shuffle_epi8(_mm256_packus_epi32(ab, cd), shuf);
+        _mm256_storeu_si256((__m256i *) (out + i), _mm256_permutevar8x32_epi32(p, order));
+    }
+    for (; i < count; ++i) {
+        out[i] = meta_of(in[i]);
+    }
+}
+
+/* The meta's base (top - K + 1) W in each lane, from four 16-bit metas. */
+AVX2 static inline __m256i load_meta4(const ofl_repsum_meta_t *m)
+{
+    return _mm256_cvtepu16_epi64(_mm_loadl_epi64((const __m128i *) m));
+}
+
+AVX2 static inline __m256i base4(__m256i meta)
+{
+    __m256i top = _mm256_and_si256(meta, V(TOP_MASK));
+    return _mm256_sub_epi64(_mm256_mul_epu32(top, V(W)), V((K - 1) * W));
+}
+
+/* -(hi, lo) where neg is all ones, else (hi, lo). */
+AVX2 static inline void negate4(__m256i *lo, __m256i *hi, __m256i neg)
+{
+    __m256i lo_zero = _mm256_cmpeq_epi64(*lo, _mm256_setzero_si256());
+    *lo = _mm256_sub_epi64(_mm256_xor_si256(*lo, neg), neg);
+    *hi = _mm256_sub_epi64(_mm256_xor_si256(*hi, neg), _mm256_and_si256(neg, lo_zero));
+}
+
+AVX2 static void wide_from_double_avx2(ofl_repsum_wide_t *out, const double *in,
+                                       const ofl_repsum_meta_t *meta, size_t count)
+{
+    size_t i = 0;
+    for (; i + 4 <= count; i += 4) {
+        fields4_t f = decode4(_mm256_loadu_si256((const __m256i *) (in + i)));
+        __m256i d = _mm256_sub_epi64(f.pos, base4(load_meta4(meta + i)));
+        __m256i nd = _mm256_sub_epi64(_mm256_setzero_si256(), d);
+        /* sig 2^d as a 128-bit integer, d from below -64 up to 119 */
+        __m256i lo = _mm256_or_si256(_mm256_sllv_epi64(f.sig, d), _mm256_srlv_epi64(f.sig, nd));
+        __m256i hi = _mm256_or_si256(_mm256_srlv_epi64(f.sig, _mm256_add_epi64(nd, V(64))),
+                                     _mm256_sllv_epi64(f.sig, _mm256_sub_epi64(d, V(64))));
+        negate4(&lo, &hi, f.neg);
+        __m256i e01 = _mm256_unpacklo_epi64(lo, hi);   /* lo0 hi0 | lo2 hi2 */
+        __m256i e23 = _mm256_unpackhi_epi64(lo, hi);   /* lo1 hi1 | lo3 hi3 */
+        _mm256_storeu_si256((__m256i *) (out + i), _mm256_permute2x128_si256(e01, e23, 0x20));
+        _mm256_storeu_si256((__m256i *) (out + i + 2),
+                            _mm256_permute2x128_si256(e01, e23, 0x31));
+    }
+    for (; i < count; ++i) {
+        wide_of(&out[i], in[i], meta[i]);
+    }
+}
+
+AVX2 static void wide_add_avx2(void *out, const void *a, const void *b, size_t count)
+{
+    ofl_repsum_wide_t *o = out;
+    const ofl_repsum_wide_t *p = a, *q = b;
+    const __m256i sign = V(UINT64_C(1) << 63);
+    size_t i = 0;
+    for (; i + 2 <= count; i += 2) {
+        __m256i x = _mm256_loadu_si256((const __m256i *) (p + i));
+        __m256i y = _mm256_loadu_si256((const __m256i *) (q + i));
+        __m256i s = _mm256_add_epi64(x, y);
+        /* a low word's carry: its sum below an addend, unsigned; moved to the high word */
+        __m256i carry = _mm256_cmpgt_epi64(_mm256_xor_si256(x, sign), _mm256_xor_si256(s, sign));
+        s = _mm256_sub_epi64(s, _mm256_slli_si256(carry, 8));
+        _mm256_storeu_si256((__m256i *) (o + i), s);
+    }
+    if (i < count) {
+        ofl_repsum_wide_add_ref(o + i, p + i, q + i, count - i);
+    }
+}
+
+AVX2 static void wide_to_double_avx2(double *out, const ofl_repsum_wide_t *in,
+                                     const ofl_repsum_meta_t *meta, size_t count)
+{
+    const __m256i zero = _mm256_setzero_si256();
+    size_t i = 0;
+    for (; i + 4 <= count; i += 4) {
+        __m256i e01 = _mm256_loadu_si256((const __m256i *) (in + i));
+        __m256i e23 = _mm256_loadu_si256((const __m256i *) (in + i + 2));
+        /* lanes in the order 0 2 1 3; the results are put back at the end */
+        __m256i ul = _mm256_unpacklo_epi64(e01, e23);
+        __m256i uh = _mm256_unpackhi_epi64(e01, e23);
+        __m256i m = _mm256_permute4x64_epi64(load_meta4(meta + i), 0xd8);
+        __m256i neg = _mm256_cmpgt_epi64(zero, uh);
+        negate4(&ul, &uh, neg);
+        /* t: u's top bit, from 32 of its bits */
+        __m256i h0 = _mm256_cmpeq_epi64(uh, zero);
+        __m256i w = _mm256_blendv_epi8(uh, ul, h0);
+        __m256i t = _mm256_andnot_si256(h0, V(64));
+        __m256i w_hi = _mm256_srli_epi64(w, 32);
+        __m256i w0 = _mm256_cmpeq_epi64(w_hi, zero);
+        w = _mm256_blendv_epi8(w_hi, _mm256_and_si256(w, V(0xffffffffu)), w0);
+        t = _mm256_add_epi64(_mm256_add_epi64(t, _mm256_andnot_si256(w0, V(32))), log2_small(w));
+        /* n = u << lz puts the top bit at 127 */
+        __m256i lz = _mm256_sub_epi64(V(127), t);
+        __m256i nh = _mm256_or_si256(
+            _mm256_sllv_epi64(uh, lz),
+            _mm256_or_si256(_mm256_srlv_epi64(ul, _mm256_sub_epi64(V(64), lz)),
+                            _mm256_sllv_epi64(ul, _mm256_sub_epi64(lz, V(64)))));
+        __m256i nl = _mm256_sllv_epi64(ul, lz);
+        __m256i field = _mm256_add_epi64(_mm256_add_epi64(base4(m), t), V(1023 - 1074));
+        __m256i mant = _mm256_srli_epi64(nh, 11);
+        __m256i round = _mm256_and_si256(_mm256_srli_epi64(nh, 10), V(1));
+        __m256i below = _mm256_cmpeq_epi64(_mm256_or_si256(_mm256_and_si256(nh, V(0x3ff)), nl),
+                                           zero);
+        __m256i inc = _mm256_and_si256(round, _mm256_or_si256(_mm256_andnot_si256(below, V(1)),
+                                                               mant));
+        __m256i bits = _mm256_add_epi64(
+            _mm256_slli_epi64(_mm256_sub_epi64(field, V(1)), 52), _mm256_add_epi64(mant, inc));
+        bits = _mm256_or_si256(bits, _mm256_and_si256(neg, V(UINT64_C(1) << 63)));
+        /* a zero sum (neg is 0 then): -0.0 only when every input was */
+        __m256i u0 = _mm256_and_si256(h0, _mm256_cmpeq_epi64(ul, zero));
+        __m256i zbits = _mm256_andnot_si256(
+            _mm256_cmpeq_epi64(_mm256_and_si256(m, V(NOT_NEGZERO)), V(NOT_NEGZERO)),
+            V(UINT64_C(1) << 63));
+        bits = _mm256_blendv_epi8(bits, zbits, u0);
+        /* lanes the formula holds for: no NaN or infinity, and a zero or normal result */
+        __m256i finite = _mm256_cmpeq_epi64(_mm256_and_si256(m, V(FLAG_MASK & ~NOT_NEGZERO)),
+                                            zero);
+        __m256i normal = _mm256_and_si256(_mm256_cmpgt_epi64(field, zero),
+                                          _mm256_cmpgt_epi64(V(0x7ff), field));
+        __m256i ok = _mm256_and_si256(finite, _mm256_or_si256(u0, normal));
+        bits = _mm256_permute4x64_epi64(bits, 0xd8);
+        _mm256_storeu_si256((__m256i *) (out + i), bits);
+        int good = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_permute4x64_epi64(ok, 0xd8)));
+        if (__builtin_expect(0xf != good, 0)) {
+            for (int k = 0; k < 4; ++k) {
+                if (!(good >> k & 1)) {
+                    out[i + k] = to_double_one(&in[i + k], meta[i + k]);
+                }
+            }
+        }
+    }
+    for (; i < count; ++i) {
+        out[i] = to_double_one(&in[i], meta[i]);
+    }
+}
+
+static int use_avx2(void)
+{
+    static int cached = -1;
+    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = 0 != __builtin_cpu_supports("avx2");
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+#else
 #define HAVE_AVX2_CODE 0
+#endif
 
 int ofl_repsum_wide_vector(void)
 {
