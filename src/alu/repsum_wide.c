@@ -284,6 +284,27 @@ AVX2 static inline __m256i meta4(__m256i bits)
     return _mm256_blendv_epi8(m, zero, f.zero);
 }
 
+/* All ones in the lanes that do not hold a normal double: exponent field 0 or
+ * 0x7ff, the fields whose successor has none of the bits 1-10. */
+AVX2 static inline __m256i not_normal4(__m256i bits)
+{
+    __m256i field1 = _mm256_add_epi64(_mm256_srli_epi64(bits, 52), V(1));
+    return _mm256_cmpeq_epi64(_mm256_and_si256(field1, V(0x7fe)), _mm256_setzero_si256());
+}
+
+/* meta4() when every lane is normal: sig has bit 52, pos is field - 1 and the
+ * top bit is at field + 51. */
+AVX2 static inline __m256i meta4_normal(__m256i bits)
+{
+    __m256i field = _mm256_and_si256(_mm256_srli_epi64(bits, 52), V(0x7ff));
+    __m256i sig = _mm256_or_si256(bits, V(UINT64_C(0xfff) << 52));   /* -sig keeps its lsb */
+    __m256i lsb = _mm256_and_si256(sig, _mm256_sub_epi64(_mm256_setzero_si256(), sig));
+    __m256i lo = _mm256_add_epi64(_mm256_add_epi64(field, V(-1)), log2_small(lsb));
+    __m256i hi = _mm256_add_epi64(field, V(51));
+    return _mm256_or_si256(_mm256_or_si256(div40(hi), _mm256_slli_epi64(div40(lo), LOW_SHIFT)),
+                           V(NOT_NEGZERO));
+}
+
 AVX2 static void meta_from_double_avx2(ofl_repsum_meta_t *out, const double *in, size_t count)
 {
     /* 16 values: two pairs of registers put into 32-bit lanes, packed to 16 bits
@@ -294,10 +315,23 @@ AVX2 static void meta_from_double_avx2(ofl_repsum_meta_t *out, const double *in,
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     size_t i = 0;
     for (; i + 16 <= count; i += 16) {
-        __m256i a = meta4(_mm256_loadu_si256((const __m256i *) (in + i)));
-        __m256i b = meta4(_mm256_loadu_si256((const __m256i *) (in + i + 4)));
-        __m256i c = meta4(_mm256_loadu_si256((const __m256i *) (in + i + 8)));
-        __m256i d = meta4(_mm256_loadu_si256((const __m256i *) (in + i + 12)));
+        __m256i a = _mm256_loadu_si256((const __m256i *) (in + i));
+        __m256i b = _mm256_loadu_si256((const __m256i *) (in + i + 4));
+        __m256i c = _mm256_loadu_si256((const __m256i *) (in + i + 8));
+        __m256i d = _mm256_loadu_si256((const __m256i *) (in + i + 12));
+        __m256i odd = _mm256_or_si256(_mm256_or_si256(not_normal4(a), not_normal4(b)),
+                                      _mm256_or_si256(not_normal4(c), not_normal4(d)));
+        if (__builtin_expect(_mm256_testz_si256(odd, odd), 1)) {
+            a = meta4_normal(a);
+            b = meta4_normal(b);
+            c = meta4_normal(c);
+            d = meta4_normal(d);
+        } else {
+            a = meta4(a);
+            b = meta4(b);
+            c = meta4(c);
+            d = meta4(d);
+        }
         __m256i ab = _mm256_or_si256(a, _mm256_slli_epi64(b, 32));
         __m256i cd = _mm256_or_si256(c, _mm256_slli_epi64(d, 32));
         __m256i p = _mm256_shuffle_epi8(_mm256_packus_epi32(ab, cd), shuf);

@@ -602,28 +602,37 @@ static void test_wide_floats_and_extremes(void)
 
 /* ---- the vector code against the portable reference ----------------------------- */
 
-/* Values that take every branch of the scalar code: NaN (quiet, signalling,
- * negative), infinities, signed zeros, subnormals from the smallest up, the
- * normal range's ends, and one on each side of a bin edge. */
-static double edge_value(void)
+/* Values that take every branch of the scalar code: normal ones at the
+ * range's ends, next to and at a bin's edges (32.0 and 64.0: bits 1079 and
+ * 1080 = 27 W, each the lowest and the top bit at once), then NaN (quiet, signalling, negative),
+ * infinities, signed zeros, subnormals from the smallest up. */
+static const uint64_t edges[] = {
+    0x0010000000000000ull, 0x7fefffffffffffffull, 0xffefffffffffffffull,
+    0x7fe0000000000000ull, 0x3ff0000000000000ull, 0x3ff0000000000001ull,
+    0x0280000000000000ull, 0x4050000000000000ull, 0xc04fffffffffffffull,
+    0x4040000000000000ull, 0x0010000000000001ull, 0x8020000000000000ull,
+    /* not normal from here */
+    0x7ff8000000000000ull, 0x7ff0000000000001ull, 0xfff8000000000000ull,
+    0x7ff0000000000000ull, 0xfff0000000000000ull, 0x0000000000000000ull,
+    0x8000000000000000ull, 0x0000000000000001ull, 0x8000000000000001ull,
+    0x000fffffffffffffull, 0x0008000000000000ull, 0x800ffffffffffffeull,
+    0x0000010000000000ull, 0x000000ffffffffffull,
+};
+#define NORMAL_EDGES 12
+
+static double edge_value(int normal)
 {
-    static const uint64_t edges[] = {
-        0x7ff8000000000000ull, 0x7ff0000000000001ull, 0xfff8000000000000ull,
-        0x7ff0000000000000ull, 0xfff0000000000000ull, 0x0000000000000000ull,
-        0x8000000000000000ull, 0x0000000000000001ull, 0x8000000000000001ull,
-        0x000fffffffffffffull, 0x0008000000000000ull, 0x800ffffffffffffeull,
-        0x0010000000000000ull, 0x7fefffffffffffffull, 0xffefffffffffffffull,
-        0x7fe0000000000000ull, 0x3ff0000000000000ull, 0x0000010000000000ull,
-        0x000000ffffffffffull, 0x3ff0000000000001ull, 0x0280000000000000ull,
-    };
-    uint64_t b = edges[rnd() % (sizeof(edges) / sizeof(edges[0]))];
+    size_t n = normal ? NORMAL_EDGES : sizeof(edges) / sizeof(edges[0]);
+    uint64_t b = edges[rnd() % n];
     double d;
     memcpy(&d, &b, sizeof(d));
     return d;
 }
 
 /* Any bits (NaN and infinities 1 in 2048), exponents in a narrow range (the
- * common case: every lane normal), the edge values, or a mix. */
+ * common case: every lane normal), the edge values, normal edge values among
+ * narrow ones (the vector code's path for blocks of normal values), or a mix
+ * of all. */
 static double draw_vec(int set)
 {
     uint64_t b = rnd();
@@ -635,9 +644,11 @@ static double draw_vec(int set)
     case 1:
         return ((b & 1) ? -1.0 : 1.0) * ldexp(1.0 + rnd_unit(), (int) (rnd() % 61) - 30);
     case 2:
-        return edge_value();
+        return edge_value(0);
+    case 3:
+        return 0 == rnd() % 2 ? edge_value(1) : draw_vec(1);
     default:
-        return 0 == rnd() % 3 ? edge_value() : draw_vec((int) (rnd() % 2));
+        return 0 == rnd() % 3 ? edge_value(0) : draw_vec((int) (rnd() % 2));
     }
 }
 
@@ -746,7 +757,7 @@ static void test_vector_equals_reference(void)
     if (!ofl_repsum_wide_vector()) {
         printf("test_repsum: no vector code on this CPU: the entry points are the reference\n");
     }
-    for (int set = 0; set < 4; ++set) {
+    for (int set = 0; set < 5; ++set) {
         for (size_t off = 0; off < 4; ++off) {
             for (size_t n = 0; n <= 37; ++n) {
                 vector_round(set, off, n);
