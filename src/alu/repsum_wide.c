@@ -406,6 +406,30 @@ AVX2 static void wide_add_avx2(void *out, const void *a, const void *b, size_t c
     }
 }
 
+/* ofl_rs_to_double's fast formula: n = u << lz has u's top bit at 127, field is
+ * the biased exponent of that bit; the sign from neg. */
+AVX2 static inline __m256i round4(__m256i nh, __m256i nl, __m256i field, __m256i neg)
+{
+    __m256i mant = _mm256_srli_epi64(nh, 11);
+    __m256i round = _mm256_and_si256(_mm256_srli_epi64(nh, 10), V(1));
+    __m256i below = _mm256_cmpeq_epi64(_mm256_or_si256(_mm256_and_si256(nh, V(0x3ff)), nl),
+                                       _mm256_setzero_si256());
+    __m256i inc = _mm256_and_si256(round, _mm256_or_si256(_mm256_andnot_si256(below, V(1)), mant));
+    __m256i bits = _mm256_add_epi64(_mm256_slli_epi64(_mm256_sub_epi64(field, V(1)), 52),
+                                    _mm256_add_epi64(mant, inc));
+    return _mm256_or_si256(bits, _mm256_and_si256(neg, V(UINT64_C(1) << 63)));
+}
+
+/* All ones in the lanes without NaN or infinities whose field is normal. */
+AVX2 static inline __m256i normal_finite4(__m256i field, __m256i m)
+{
+    __m256i finite = _mm256_cmpeq_epi64(_mm256_and_si256(m, V(FLAG_MASK & ~NOT_NEGZERO)),
+                                        _mm256_setzero_si256());
+    __m256i normal = _mm256_and_si256(_mm256_cmpgt_epi64(field, _mm256_setzero_si256()),
+                                      _mm256_cmpgt_epi64(V(0x7ff), field));
+    return _mm256_and_si256(finite, normal);
+}
+
 AVX2 static void wide_to_double_avx2(double *out, const ofl_repsum_wide_t *in,
                                      const ofl_repsum_meta_t *meta, size_t count)
 {
@@ -420,47 +444,56 @@ AVX2 static void wide_to_double_avx2(double *out, const ofl_repsum_wide_t *in,
         __m256i m = _mm256_permute4x64_epi64(load_meta4(meta + i), 0xd8);
         __m256i neg = _mm256_cmpgt_epi64(zero, uh);
         negate4(&ul, &uh, neg);
-        /* t: u's top bit, from 32 of its bits */
-        __m256i h0 = _mm256_cmpeq_epi64(uh, zero);
-        __m256i w = _mm256_blendv_epi8(uh, ul, h0);
-        __m256i t = _mm256_andnot_si256(h0, V(64));
-        __m256i w_hi = _mm256_srli_epi64(w, 32);
-        __m256i w0 = _mm256_cmpeq_epi64(w_hi, zero);
-        w = _mm256_blendv_epi8(w_hi, _mm256_and_si256(w, V(0xffffffffu)), w0);
-        t = _mm256_add_epi64(_mm256_add_epi64(t, _mm256_andnot_si256(w0, V(32))), log2_small(w));
-        /* n = u << lz puts the top bit at 127 */
-        __m256i lz = _mm256_sub_epi64(V(127), t);
-        __m256i nh = _mm256_or_si256(
-            _mm256_sllv_epi64(uh, lz),
-            _mm256_or_si256(_mm256_srlv_epi64(ul, _mm256_sub_epi64(V(64), lz)),
-                            _mm256_sllv_epi64(ul, _mm256_sub_epi64(lz, V(64)))));
-        __m256i nl = _mm256_sllv_epi64(ul, lz);
-        __m256i field = _mm256_add_epi64(_mm256_add_epi64(base4(m), t), V(1023 - 1074));
-        __m256i mant = _mm256_srli_epi64(nh, 11);
-        __m256i round = _mm256_and_si256(_mm256_srli_epi64(nh, 10), V(1));
-        __m256i below = _mm256_cmpeq_epi64(_mm256_or_si256(_mm256_and_si256(nh, V(0x3ff)), nl),
-                                           zero);
-        __m256i inc = _mm256_and_si256(round, _mm256_or_si256(_mm256_andnot_si256(below, V(1)),
-                                                               mant));
-        __m256i bits = _mm256_add_epi64(
-            _mm256_slli_epi64(_mm256_sub_epi64(field, V(1)), 52), _mm256_add_epi64(mant, inc));
-        bits = _mm256_or_si256(bits, _mm256_and_si256(neg, V(UINT64_C(1) << 63)));
-        /* a zero sum (neg is 0 then): -0.0 only when every input was */
-        __m256i u0 = _mm256_and_si256(h0, _mm256_cmpeq_epi64(ul, zero));
-        __m256i zbits = _mm256_andnot_si256(
-            _mm256_cmpeq_epi64(_mm256_and_si256(m, V(NOT_NEGZERO)), V(NOT_NEGZERO)),
-            V(UINT64_C(1) << 63));
-        bits = _mm256_blendv_epi8(bits, zbits, u0);
-        /* lanes the formula holds for: no NaN or infinity, and a zero or normal result */
-        __m256i finite = _mm256_cmpeq_epi64(_mm256_and_si256(m, V(FLAG_MASK & ~NOT_NEGZERO)),
-                                            zero);
-        __m256i normal = _mm256_and_si256(_mm256_cmpgt_epi64(field, zero),
-                                          _mm256_cmpgt_epi64(V(0x7ff), field));
-        __m256i ok = _mm256_and_si256(finite, _mm256_or_si256(u0, normal));
-        bits = _mm256_permute4x64_epi64(bits, 0xd8);
-        _mm256_storeu_si256((__m256i *) (out + i), bits);
-        int good = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_permute4x64_epi64(ok, 0xd8)));
+        __m256i uh12 = _mm256_srli_epi64(uh, 12);
+        __m256i small = _mm256_cmpeq_epi64(uh12, zero);
+        __m256i bits, ok;
+        if (__builtin_expect(_mm256_testz_si256(small, small), 1)) {
+            /* every u at least 2^76 (the usual case: the sum's top bin is the
+             * top kept one): its top bit t is 76 + that of uh >> 12, below 2^51 */
+            __m256i top12 = log2_small(uh12);
+            __m256i lz = _mm256_sub_epi64(V(127 - 76), top12);   /* 1 .. 51 */
+            __m256i nh = _mm256_or_si256(_mm256_sllv_epi64(uh, lz),
+                                         _mm256_srlv_epi64(ul, _mm256_sub_epi64(V(64), lz)));
+            __m256i nl = _mm256_sllv_epi64(ul, lz);
+            __m256i field = _mm256_add_epi64(_mm256_add_epi64(base4(m), top12),
+                                             V(76 + 1023 - 1074));
+            bits = round4(nh, nl, field, neg);
+            ok = normal_finite4(field, m);
+        } else {
+            /* t: u's top bit, from 32 of its bits */
+            __m256i h0 = _mm256_cmpeq_epi64(uh, zero);
+            __m256i w = _mm256_blendv_epi8(uh, ul, h0);
+            __m256i t = _mm256_andnot_si256(h0, V(64));
+            __m256i w_hi = _mm256_srli_epi64(w, 32);
+            __m256i w0 = _mm256_cmpeq_epi64(w_hi, zero);
+            w = _mm256_blendv_epi8(w_hi, _mm256_and_si256(w, V(0xffffffffu)), w0);
+            t = _mm256_add_epi64(_mm256_add_epi64(t, _mm256_andnot_si256(w0, V(32))),
+                                 log2_small(w));
+            /* n = u << lz puts the top bit at 127 */
+            __m256i lz = _mm256_sub_epi64(V(127), t);
+            __m256i nh = _mm256_or_si256(
+                _mm256_sllv_epi64(uh, lz),
+                _mm256_or_si256(_mm256_srlv_epi64(ul, _mm256_sub_epi64(V(64), lz)),
+                                _mm256_sllv_epi64(ul, _mm256_sub_epi64(lz, V(64)))));
+            __m256i nl = _mm256_sllv_epi64(ul, lz);
+            __m256i field = _mm256_add_epi64(_mm256_add_epi64(base4(m), t), V(1023 - 1074));
+            bits = round4(nh, nl, field, neg);
+            /* a zero sum (neg is 0 then): -0.0 only when every input was */
+            __m256i u0 = _mm256_and_si256(h0, _mm256_cmpeq_epi64(ul, zero));
+            __m256i zbits = _mm256_andnot_si256(
+                _mm256_cmpeq_epi64(_mm256_and_si256(m, V(NOT_NEGZERO)), V(NOT_NEGZERO)),
+                V(UINT64_C(1) << 63));
+            bits = _mm256_blendv_epi8(bits, zbits, u0);
+            __m256i finite = _mm256_cmpeq_epi64(_mm256_and_si256(m, V(FLAG_MASK & ~NOT_NEGZERO)),
+                                                zero);
+            ok = _mm256_or_si256(normal_finite4(field, m), _mm256_and_si256(finite, u0));
+        }
+        _mm256_storeu_si256((__m256i *) (out + i), _mm256_permute4x64_epi64(bits, 0xd8));
+        /* lanes the formula does not hold for: NaN or infinities, results
+         * subnormal or too large; the mask's bits 1 and 2 are lanes 2 and 1 */
+        int good = _mm256_movemask_pd(_mm256_castsi256_pd(ok));
         if (__builtin_expect(0xf != good, 0)) {
+            good = (good & 9) | (good & 2) << 1 | (good & 4) >> 1;
             for (int k = 0; k < 4; ++k) {
                 if (!(good >> k & 1)) {
                     out[i + k] = to_double_one(&in[i + k], meta[i + k]);
