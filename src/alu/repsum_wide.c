@@ -367,7 +367,18 @@ AVX2 static void wide_from_double_avx2(ofl_repsum_wide_t *out, const double *in,
 {
     size_t i = 0;
     for (; i + 4 <= count; i += 4) {
-        fields4_t f = decode4(_mm256_loadu_si256((const __m256i *) (in + i)));
+        __m256i bits = _mm256_loadu_si256((const __m256i *) (in + i));
+        __m256i odd = not_normal4(bits);
+        fields4_t f;
+        if (__builtin_expect(_mm256_testz_si256(odd, odd), 1)) {
+            /* all normal: bit 52 set, pos = field - 1 */
+            f.sig = _mm256_or_si256(_mm256_and_si256(bits, V((UINT64_C(1) << 52) - 1)),
+                                    V(UINT64_C(1) << 52));
+            f.pos = _mm256_add_epi64(_mm256_srli_epi64(_mm256_slli_epi64(bits, 1), 53), V(-1));
+            f.neg = _mm256_cmpgt_epi64(_mm256_setzero_si256(), bits);
+        } else {
+            f = decode4(bits);
+        }
         __m256i d = _mm256_sub_epi64(f.pos, base4(load_meta4(meta + i)));
         __m256i nd = _mm256_sub_epi64(_mm256_setzero_si256(), d);
         /* sig 2^d as a 128-bit integer, d from below -64 up to 119 */
