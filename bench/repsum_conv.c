@@ -51,7 +51,7 @@ static size_t count = 131072;
             double dt_ = now() - t0_;                                                         \
             best = dt_ < best ? dt_ : best;                                                   \
         }                                                                                     \
-        printf("%-34s %7.3f ns/double\n", name, best * 1e9 / (double) count);                 \
+        printf("%-34s %7.3f ns/value\n", name, best * 1e9 / (double) count);                 \
     } while (0)
 
 int main(int argc, char **argv)
@@ -101,6 +101,17 @@ int main(int argc, char **argv)
     ofl_repsum_wide_add(w, w, w2, count);
     TIME("two-pass: wide_to_double", ofl_repsum_wide_to_double(z, w, m, count));
     TIME("  ref", ofl_repsum_wide_to_double_ref(z, w, m, count));
+    float *f = aligned_alloc(64, count * sizeof(float) + 64);
+    if (NULL == f) {
+        fprintf(stderr, "repsum_conv: out of memory\n");
+        return 1;
+    }
+    for (size_t i = 0; i < count; ++i) {
+        f[i] = (float) x[i];
+    }
+    TIME("two-pass: meta_from_float", ofl_repsum_meta_from_float(m2, f, count));
+    TIME("two-pass: wide_from_float", ofl_repsum_wide_from_float(w, f, m, count));
+    free(f);
     TIME("32-byte: from_double", ofl_repsum_from_double(e, x, count));
     TIME("32-byte: add", ofl_repsum_add(e, e, e2, count));
     TIME("32-byte: to_double", ofl_repsum_to_double(z, e, count));

@@ -79,7 +79,7 @@ void ofl_repsum_meta_from_double_ref(ofl_repsum_meta_t *out, const double *in, s
     }
 }
 
-void ofl_repsum_meta_from_float(ofl_repsum_meta_t *out, const float *in, size_t count)
+static void meta_from_float_scalar(ofl_repsum_meta_t *out, const float *in, size_t count)
 {
     for (size_t i = 0; i < count; ++i) {
         out[i] = meta_of((double) in[i]);   /* exact */
@@ -129,8 +129,8 @@ void ofl_repsum_wide_from_double_ref(ofl_repsum_wide_t *out, const double *in,
     }
 }
 
-void ofl_repsum_wide_from_float(ofl_repsum_wide_t *out, const float *in,
-                                const ofl_repsum_meta_t *meta, size_t count)
+static void wide_from_float_scalar(ofl_repsum_wide_t *out, const float *in,
+                                   const ofl_repsum_meta_t *meta, size_t count)
 {
     for (size_t i = 0; i < count; ++i) {
         wide_of(&out[i], (double) in[i], meta[i]);
@@ -585,4 +585,48 @@ void ofl_repsum_wide_to_double(double *out, const ofl_repsum_wide_t *in,
     }
 #endif
     ofl_repsum_wide_to_double_ref(out, in, meta, count);
+}
+
+/* Floats take the double code on blocks converted on the stack: a float's
+ * conversion to double is exact, as in the scalar code. */
+#define FLOAT_BLOCK 512
+
+static size_t to_doubles(double *d, const float *in, size_t i, size_t count)
+{
+    size_t n = count - i < FLOAT_BLOCK ? count - i : FLOAT_BLOCK;
+    for (size_t k = 0; k < n; ++k) {
+        d[k] = (double) in[i + k];
+    }
+    return n;
+}
+
+void ofl_repsum_meta_from_float(ofl_repsum_meta_t *out, const float *in, size_t count)
+{
+#if HAVE_AVX2_CODE
+    if (use_avx2()) {
+        double d[FLOAT_BLOCK];
+        for (size_t i = 0, n; i < count; i += n) {
+            n = to_doubles(d, in, i, count);
+            meta_from_double_avx2(out + i, d, n);
+        }
+        return;
+    }
+#endif
+    meta_from_float_scalar(out, in, count);
+}
+
+void ofl_repsum_wide_from_float(ofl_repsum_wide_t *out, const float *in,
+                                const ofl_repsum_meta_t *meta, size_t count)
+{
+#if HAVE_AVX2_CODE
+    if (use_avx2()) {
+        double d[FLOAT_BLOCK];
+        for (size_t i = 0, n; i < count; i += n) {
+            n = to_doubles(d, in, i, count);
+            wide_from_double_avx2(out + i, d, meta + i, n);
+        }
+        return;
+    }
+#endif
+    wide_from_float_scalar(out, in, meta, count);
 }

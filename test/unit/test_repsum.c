@@ -658,6 +658,7 @@ static double vx[4][VN + 4];
 static ofl_repsum_meta_t vm[4][VN + 4], vg[VN + 4], vr[VN + 4];
 static ofl_repsum_wide_t vw[VN + 4], vwr[VN + 4], vs[VN + 4], vsr[VN + 4];
 static double vd[VN + 4], vdr[VN + 4];
+static float vf[VN + 4];
 
 /* Values of three ranks: metas, the merged meta, the integers under it, their
  * sum and its rounding, by the entry points and by the reference, compared bit
@@ -691,6 +692,21 @@ static void vector_round(int set, size_t off, size_t n)
     ofl_repsum_wide_to_double(vd + off, vs + off, vg + off, n);
     ofl_repsum_wide_to_double_ref(vdr + off, vsr + off, vg + off, n);
     bad_round += 0 != memcmp(vd + off, vdr + off, n * sizeof(vd[0]));
+    /* floats: the values rounded to float (subnormal floats among the edge
+     * values' neighbours), against the reference of the same values as doubles */
+    for (size_t i = 0; i < n; ++i) {
+        float f = 2 == set && (rnd() & 1) ? (float) ldexp(vx[0][off + i], -1000)
+                                          : (float) vx[0][off + i];
+        vf[off + i] = f;
+        vx[1][off + i] = (double) f;
+    }
+    ofl_repsum_meta_from_float(vm[0] + off, vf + off, n);
+    ofl_repsum_meta_from_double_ref(vr + off, vx[1] + off, n);
+    bad_meta += 0 != memcmp(vm[0] + off, vr + off, n * sizeof(vr[0]));
+    ofl_repsum_meta_merge(vr + off, vg + off, vm[0] + off, n);   /* a rounding up may raise a top */
+    ofl_repsum_wide_from_float(vw + off, vf + off, vr + off, n);
+    ofl_repsum_wide_from_double_ref(vwr + off, vx[1] + off, vr + off, n);
+    bad_wide += 0 != memcmp(vw + off, vwr + off, n * sizeof(vw[0]));
     CHECK(0 == bad_meta, "set %d, offset %zu, %zu values: vector meta differs", set, off, n);
     CHECK(0 == bad_wide, "set %d, offset %zu, %zu values: vector integers differ", set, off, n);
     CHECK(0 == bad_add, "set %d, offset %zu, %zu values: vector adds differ", set, off, n);
