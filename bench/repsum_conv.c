@@ -6,9 +6,10 @@
  * times each conversion and ALU kernel of the two-pass form (alu/repsum_wide.h)
  * and of the 32-byte form (alu/repsum.h) over COUNT doubles (default 131072:
  * 1 MiB), against the ordinary add, and prints the best of REPS runs (default
- * 30) in ns per double: the best run is the one least disturbed by other work
- * on the machine. "ref" rows are the portable scalar definitions that the
- * entry points must equal bit for bit.
+ * 30) in ns per value: the best run is the one least disturbed by other work
+ * on the machine. "scalar" rows are the portable definitions that the entry
+ * points must equal bit for bit; then the entry points at each vector level
+ * the CPU has.
  *
  * The data are those of repsum_demo -t (exponents over 60 binades), with
  * alternating signs; the meta the pass-2 conversions use is the merge of two
@@ -87,20 +88,29 @@ int main(int argc, char **argv)
     ofl_repsum_wide_from_double(w2, y, m, count);
     ofl_repsum_from_double(e2, y, count);
 
-    printf("%zu doubles, best of %d; %s\n", count, reps,
-           ofl_repsum_wide_vector() ? "vector (AVX2) entry points" : "scalar entry points");
+    printf("%zu doubles, best of %d\n", count, reps);
     TIME("ordinary add", plain_add(z, x, y, count));
-    TIME("two-pass: meta_from_double", ofl_repsum_meta_from_double(m2, x, count));
-    TIME("  ref", ofl_repsum_meta_from_double_ref(m2, x, count));
-    TIME("two-pass: meta_merge", ofl_repsum_meta_merge(m2, m2, m, count));
-    TIME("two-pass: wide_from_double", ofl_repsum_wide_from_double(w, x, m, count));
-    TIME("  ref", ofl_repsum_wide_from_double_ref(w, x, m, count));
-    TIME("two-pass: wide_add", ofl_repsum_wide_add(w, w, w2, count));
-    TIME("  ref", ofl_repsum_wide_add_ref(w, w, w2, count));
+    TIME("scalar: meta_from_double", ofl_repsum_meta_from_double_ref(m2, x, count));
+    TIME("scalar: wide_from_double", ofl_repsum_wide_from_double_ref(w, x, m, count));
+    TIME("scalar: wide_add", ofl_repsum_wide_add_ref(w, w, w2, count));
     ofl_repsum_wide_from_double(w, x, m, count);
     ofl_repsum_wide_add(w, w, w2, count);
-    TIME("two-pass: wide_to_double", ofl_repsum_wide_to_double(z, w, m, count));
-    TIME("  ref", ofl_repsum_wide_to_double_ref(z, w, m, count));
+    TIME("scalar: wide_to_double", ofl_repsum_wide_to_double_ref(z, w, m, count));
+    TIME("meta_merge", ofl_repsum_meta_merge(m2, m2, m, count));
+    /* the entry points at each vector level this CPU has, best first */
+    static const char *const names[] = { "scalar", "AVX2", "AVX-512" };
+    for (int level = ofl_repsum_wide_vector(); level >= 1; --level) {
+        ofl_repsum_wide_set_vector(level);
+        char label[64];
+#define LABEL(what) (snprintf(label, sizeof(label), "%s: %s", names[level], what), label)
+        TIME(LABEL("meta_from_double"), ofl_repsum_meta_from_double(m2, x, count));
+        TIME(LABEL("wide_from_double"), ofl_repsum_wide_from_double(w, x, m, count));
+        TIME(LABEL("wide_add"), ofl_repsum_wide_add(w, w, w2, count));
+        ofl_repsum_wide_from_double(w, x, m, count);
+        ofl_repsum_wide_add(w, w, w2, count);
+        TIME(LABEL("wide_to_double"), ofl_repsum_wide_to_double(z, w, m, count));
+    }
+    ofl_repsum_wide_set_vector(2);
     float *f = aligned_alloc(64, count * sizeof(float) + 64);
     if (NULL == f) {
         fprintf(stderr, "repsum_conv: out of memory\n");

@@ -275,9 +275,9 @@ AVX2 static inline __m256i meta4(__m256i bits)
     /* non-finite: NaN, or -Inf / +Inf by the sign */
     __m256i inf = _mm256_add_epi64(V(OFL_REPSUM_PINF >> FLAG_SHIFT),
                                    _mm256_and_si256(f.neg, V(OFL_REPSUM_PINF >> FLAG_SHIFT)));
-    __m256i is_nan = _mm256_xor_si256(_mm256_cmpeq_epi64(f.s, _mm256_setzero_si256()),
-                                      _mm256_cmpeq_epi64(f.s, f.s));
-    __m256i flag = _mm256_blendv_epi8(inf, V(OFL_REPSUM_NAN >> FLAG_SHIFT), is_nan);
+    /* no blend on a negated mask: GCC 12 drops the negation where AVX-512 is on */
+    __m256i s0 = _mm256_cmpeq_epi64(f.s, _mm256_setzero_si256());
+    __m256i flag = _mm256_blendv_epi8(V(OFL_REPSUM_NAN >> FLAG_SHIFT), inf, s0);
     __m256i special = _mm256_or_si256(flag, V(NONE_LOW | NOT_NEGZERO));
     __m256i zero = _mm256_or_si256(V(NONE_LOW), _mm256_andnot_si256(f.neg, V(NOT_NEGZERO)));
     m = _mm256_blendv_epi8(m, special, f.special);
@@ -517,16 +517,174 @@ AVX2 static void wide_to_double_avx2(double *out, const ofl_repsum_wide_t *in,
     }
 }
 
-static int use_avx2(void)
+/*
+ * AVX-512 (F, CD, DQ, BW, VBMI2), eight doubles per register: the same
+ * formulas with vplzcntq for clz (ctz is 63 - clz of the lowest set bit),
+ * vpshldvq for the 128-bit left shift, masks for the lane choices, and the
+ * sums' words taken apart in order by vpermt2q.
+ */
+#define AVX512 __attribute__((target("avx512f,avx512cd,avx512dq,avx512bw,avx512vl,avx512vbmi2")))
+#define Z(c) _mm512_set1_epi64((long long) (c))
+
+AVX512 static inline __m512i div40_512(__m512i x)
 {
-    static int cached = -1;
-    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    return _mm512_srli_epi64(_mm512_mul_epu32(x, Z(52429)), 21);
+}
+
+/* Lanes whose field is 0 or 0x7ff. */
+AVX512 static inline __mmask8 not_normal8(__m512i bits)
+{
+    __m512i field1 = _mm512_add_epi64(_mm512_srli_epi64(bits, 52), Z(1));
+    return _mm512_testn_epi64_mask(field1, Z(0x7fe));
+}
+
+AVX512 static void meta_from_double_avx512(ofl_repsum_meta_t *out, const double *in,
+                                           size_t count)
+{
+    size_t i = 0;
+    for (; i + 8 <= count; i += 8) {
+        __m512i bits = _mm512_loadu_si512(in + i);
+        if (__builtin_expect(0 != not_normal8(bits), 0)) {
+            /* the general formula, two AVX2 registers */
+            __m256i a = meta4(_mm512_castsi512_si256(bits));
+            __m256i b = meta4(_mm512_extracti64x4_epi64(bits, 1));
+            __m512i m = _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
+            _mm_storeu_si128((__m128i *) (out + i), _mm512_cvtepi64_epi16(m));
+            continue;
+        }
+        __m512i field = _mm512_and_si512(_mm512_srli_epi64(bits, 52), Z(0x7ff));
+        __m512i sig = _mm512_or_si512(bits, Z(UINT64_C(0xfff) << 52));
+        __m512i lsb = _mm512_and_si512(sig, _mm512_sub_epi64(_mm512_setzero_si512(), sig));
+        /* lo = field - 1 + ctz = field + 62 - clz(lsb) */
+        __m512i lo = _mm512_sub_epi64(_mm512_add_epi64(field, Z(62)), _mm512_lzcnt_epi64(lsb));
+        __m512i hi = _mm512_add_epi64(field, Z(51));
+        __m512i m = _mm512_or_si512(_mm512_or_si512(div40_512(hi),
+                                                     _mm512_slli_epi64(div40_512(lo), LOW_SHIFT)),
+                                    Z(NOT_NEGZERO));
+        _mm_storeu_si128((__m128i *) (out + i), _mm512_cvtepi64_epi16(m));
+    }
+    meta_from_double_avx2(out + i, in + i, count - i);
+}
+
+AVX512 static void wide_from_double_avx512(ofl_repsum_wide_t *out, const double *in,
+                                           const ofl_repsum_meta_t *meta, size_t count)
+{
+    const __m512i idx_a = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11);
+    const __m512i idx_b = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
+    size_t i = 0;
+    for (; i + 8 <= count; i += 8) {
+        __m512i bits = _mm512_loadu_si512(in + i);
+        if (__builtin_expect(0 != not_normal8(bits), 0)) {
+            wide_from_double_avx2(out + i, in + i, meta + i, 8);
+            continue;
+        }
+        __m512i sig = _mm512_or_si512(_mm512_and_si512(bits, Z((UINT64_C(1) << 52) - 1)),
+                                      Z(UINT64_C(1) << 52));
+        __m512i pos = _mm512_srli_epi64(_mm512_slli_epi64(bits, 1), 53);   /* field */
+        __m512i top = _mm512_and_si512(
+            _mm512_cvtepu16_epi64(_mm_loadu_si128((const __m128i *) (meta + i))), Z(TOP_MASK));
+        /* d = field - 1 - (top - K + 1) W */
+        __m512i d = _mm512_sub_epi64(_mm512_add_epi64(pos, Z((K - 1) * W - 1)),
+                                     _mm512_mul_epu32(top, Z(W)));
+        __m512i nd = _mm512_sub_epi64(_mm512_setzero_si512(), d);
+        __m512i lo = _mm512_or_si512(_mm512_sllv_epi64(sig, d), _mm512_srlv_epi64(sig, nd));
+        __m512i hi = _mm512_or_si512(_mm512_srlv_epi64(sig, _mm512_add_epi64(nd, Z(64))),
+                                     _mm512_sllv_epi64(sig, _mm512_sub_epi64(d, Z(64))));
+        __mmask8 neg = _mm512_movepi64_mask(bits);
+        __mmask8 borrow = neg & _mm512_test_epi64_mask(lo, lo);
+        lo = _mm512_mask_sub_epi64(lo, neg, _mm512_setzero_si512(), lo);
+        hi = _mm512_mask_sub_epi64(hi, neg, _mm512_setzero_si512(), hi);
+        hi = _mm512_mask_sub_epi64(hi, borrow, hi, Z(1));
+        _mm512_storeu_si512(out + i, _mm512_permutex2var_epi64(lo, idx_a, hi));
+        _mm512_storeu_si512(out + i + 4, _mm512_permutex2var_epi64(lo, idx_b, hi));
+    }
+    wide_from_double_avx2(out + i, in + i, meta + i, count - i);
+}
+
+AVX512 static void wide_to_double_avx512(double *out, const ofl_repsum_wide_t *in,
+                                         const ofl_repsum_meta_t *meta, size_t count)
+{
+    const __m512i idx_lo = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
+    const __m512i idx_hi = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
+    const __m512i zero = _mm512_setzero_si512();
+    size_t i = 0;
+    for (; i + 8 <= count; i += 8) {
+        __m512i e0 = _mm512_loadu_si512(in + i);
+        __m512i e1 = _mm512_loadu_si512(in + i + 4);
+        __m512i ul = _mm512_permutex2var_epi64(e0, idx_lo, e1);
+        __m512i uh = _mm512_permutex2var_epi64(e0, idx_hi, e1);
+        __m512i m = _mm512_cvtepu16_epi64(_mm_loadu_si128((const __m128i *) (meta + i)));
+        /* the magnitude */
+        __mmask8 neg = _mm512_movepi64_mask(uh);
+        __mmask8 borrow = neg & _mm512_test_epi64_mask(ul, ul);
+        ul = _mm512_mask_sub_epi64(ul, neg, zero, ul);
+        uh = _mm512_mask_sub_epi64(uh, neg, zero, uh);
+        uh = _mm512_mask_sub_epi64(uh, borrow, uh, Z(1));
+        /* n = u << lz, u's top bit at 127 */
+        __mmask8 h0 = _mm512_testn_epi64_mask(uh, uh);
+        __m512i lz = _mm512_mask_add_epi64(_mm512_lzcnt_epi64(uh), h0, _mm512_lzcnt_epi64(ul),
+                                           Z(64));
+        __m512i nh = _mm512_shldv_epi64(uh, ul, lz);   /* lz below 64 */
+        nh = _mm512_mask_sllv_epi64(nh, h0, ul, _mm512_sub_epi64(lz, Z(64)));
+        __m512i nl = _mm512_sllv_epi64(ul, lz);
+        /* field - 1 = base + 127 - lz + 1023 - 1074 - 1, base = top W - (K - 1) W */
+        __m512i top = _mm512_and_si512(m, Z(TOP_MASK));
+        __m512i field1 = _mm512_sub_epi64(_mm512_mul_epu32(top, Z(W)),
+                                          _mm512_add_epi64(lz, Z((K - 1) * W - 127 + 51 + 1)));
+        __m512i mant = _mm512_srli_epi64(nh, 11);
+        __mmask8 below = _mm512_test_epi64_mask(nh, Z(0x3ff)) | _mm512_test_epi64_mask(nl, nl);
+        __mmask8 inc = _mm512_test_epi64_mask(nh, Z(1 << 10))
+                       & (below | _mm512_test_epi64_mask(nh, Z(1 << 11)));
+        __m512i bits = _mm512_add_epi64(_mm512_slli_epi64(field1, 52), mant);
+        bits = _mm512_mask_add_epi64(bits, inc, bits, Z(1));
+        bits = _mm512_mask_or_epi64(bits, neg, bits, Z(UINT64_C(1) << 63));
+        /* a zero sum: -0.0 only when every input was */
+        __mmask8 u0 = h0 & _mm512_testn_epi64_mask(ul, ul);
+        bits = _mm512_mask_mov_epi64(bits, u0, zero);
+        bits = _mm512_mask_mov_epi64(bits, u0 & _mm512_testn_epi64_mask(m, Z(NOT_NEGZERO)),
+                                     Z(UINT64_C(1) << 63));
+        _mm512_storeu_si512(out + i, bits);
+        __mmask8 finite = _mm512_testn_epi64_mask(m, Z(FLAG_MASK & ~NOT_NEGZERO));
+        __mmask8 normal = _mm512_cmplt_epu64_mask(field1, Z(0x7fe));
+        unsigned good = finite & (normal | u0);
+        if (__builtin_expect(0xff != good, 0)) {
+            for (int k = 0; k < 8; ++k) {
+                if (!(good >> k & 1)) {
+                    out[i + k] = to_double_one(&in[i + k], meta[i + k]);
+                }
+            }
+        }
+    }
+    wide_to_double_avx2(out + i, in + i, meta + i, count - i);
+}
+
+/* 0: scalar, 1: AVX2, 2: AVX-512; the CPU's best, capped by a caller. */
+static int isa_cached = -1;
+static int isa_cap = 2;
+
+static int isa(void)
+{
+    int v = __atomic_load_n(&isa_cached, __ATOMIC_RELAXED);
     if (v < 0) {
         __builtin_cpu_init();
-        v = 0 != __builtin_cpu_supports("avx2");
-        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+        v = 0;
+        if (__builtin_cpu_supports("avx2")) {
+            v = 1;
+            if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd")
+                && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw")
+                && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi2")) {
+                v = 2;
+            }
+        }
+        __atomic_store_n(&isa_cached, v, __ATOMIC_RELAXED);
     }
-    return v;
+    int cap = __atomic_load_n(&isa_cap, __ATOMIC_RELAXED);
+    return v < cap ? v : cap;
+}
+
+static int use_avx2(void)
+{
+    return isa() >= 1;
 }
 #else
 #define HAVE_AVX2_CODE 0
@@ -535,8 +693,19 @@ static int use_avx2(void)
 int ofl_repsum_wide_vector(void)
 {
 #if HAVE_AVX2_CODE
-    return use_avx2();
+    return isa();
 #else
+    return 0;
+#endif
+}
+
+int ofl_repsum_wide_set_vector(int level)
+{
+#if HAVE_AVX2_CODE
+    __atomic_store_n(&isa_cap, level, __ATOMIC_RELAXED);
+    return isa();
+#else
+    (void) level;
     return 0;
 #endif
 }
@@ -544,7 +713,12 @@ int ofl_repsum_wide_vector(void)
 void ofl_repsum_meta_from_double(ofl_repsum_meta_t *out, const double *in, size_t count)
 {
 #if HAVE_AVX2_CODE
-    if (use_avx2()) {
+    int level = isa();
+    if (2 == level) {
+        meta_from_double_avx512(out, in, count);
+        return;
+    }
+    if (1 == level) {
         meta_from_double_avx2(out, in, count);
         return;
     }
@@ -556,7 +730,12 @@ void ofl_repsum_wide_from_double(ofl_repsum_wide_t *out, const double *in,
                                  const ofl_repsum_meta_t *meta, size_t count)
 {
 #if HAVE_AVX2_CODE
-    if (use_avx2()) {
+    int level = isa();
+    if (2 == level) {
+        wide_from_double_avx512(out, in, meta, count);
+        return;
+    }
+    if (1 == level) {
         wide_from_double_avx2(out, in, meta, count);
         return;
     }
@@ -579,7 +758,12 @@ void ofl_repsum_wide_to_double(double *out, const ofl_repsum_wide_t *in,
                                const ofl_repsum_meta_t *meta, size_t count)
 {
 #if HAVE_AVX2_CODE
-    if (use_avx2()) {
+    int level = isa();
+    if (2 == level) {
+        wide_to_double_avx512(out, in, meta, count);
+        return;
+    }
+    if (1 == level) {
         wide_to_double_avx2(out, in, meta, count);
         return;
     }
@@ -607,7 +791,7 @@ void ofl_repsum_meta_from_float(ofl_repsum_meta_t *out, const float *in, size_t 
         double d[FLOAT_BLOCK];
         for (size_t i = 0, n; i < count; i += n) {
             n = to_doubles(d, in, i, count);
-            meta_from_double_avx2(out + i, d, n);
+            ofl_repsum_meta_from_double(out + i, d, n);
         }
         return;
     }
@@ -623,7 +807,7 @@ void ofl_repsum_wide_from_float(ofl_repsum_wide_t *out, const float *in,
         double d[FLOAT_BLOCK];
         for (size_t i = 0, n; i < count; i += n) {
             n = to_doubles(d, in, i, count);
-            wide_from_double_avx2(out + i, d, meta + i, n);
+            ofl_repsum_wide_from_double(out + i, d, meta + i, n);
         }
         return;
     }

@@ -76,8 +76,12 @@ void ofl_repsum_wide_add_ref(void *out, const void *a, const void *b, size_t cou
 void ofl_repsum_wide_to_double_ref(double *out, const ofl_repsum_wide_t *in,
                                    const ofl_repsum_meta_t *meta, size_t count);
 
-/* 1 when the entry points take the vector code on this CPU. */
+/* The vector code the entry points take on this CPU: 0 none, 1 AVX2, 2 AVX-512. */
 int ofl_repsum_wide_vector(void);
+
+/* At most that level from now on (2 by default; tests and benchmarks compare
+ * the levels): returns the one in effect. Not for use while conversions run. */
+int ofl_repsum_wide_set_vector(int level);
 
 /* 1 when bins holding nonzero input bits lie below the kept ones. */
 int ofl_repsum_meta_inexact(ofl_repsum_meta_t m);

@@ -768,11 +768,8 @@ static void vector_rounding_extremes(void)
     CHECK(0 == memcmp(vs, vsr, VN * sizeof(vs[0])), "the adds' carries differ");
 }
 
-static void test_vector_equals_reference(void)
+static void test_vector_level(void)
 {
-    if (!ofl_repsum_wide_vector()) {
-        printf("test_repsum: no vector code on this CPU: the entry points are the reference\n");
-    }
     for (int set = 0; set < 5; ++set) {
         for (size_t off = 0; off < 4; ++off) {
             for (size_t n = 0; n <= 37; ++n) {
@@ -792,6 +789,21 @@ static void test_vector_equals_reference(void)
     CHECK(0x8000 + (29 << 6) + 29 == m[4], "meta of -1.5 2^100: %#x", m[4]);
     CHECK(0xffc0 - 0x4000 - 0x1000 == m[1], "meta of +Inf: %#x", m[1]);
     CHECK(0x0fc0 == m[0] && 0x8000 == m[2], "meta of -0.0 %#x, of 2^-1074 %#x", m[0], m[2]);
+}
+
+/* Every vector level this CPU has, each against the reference. */
+static void test_vector_equals_reference(void)
+{
+    int best = ofl_repsum_wide_vector();
+    if (0 == best) {
+        printf("test_repsum: no vector code on this CPU: the entry points are the reference\n");
+    }
+    for (int level = best; level >= 0; --level) {
+        CHECK(level == ofl_repsum_wide_set_vector(level), "vector level %d not taken", level);
+        test_vector_level();
+    }
+    ofl_repsum_wide_set_vector(2);
+    CHECK(best == ofl_repsum_wide_vector(), "vector level %d not restored", best);
 }
 
 int main(void)
