@@ -19,7 +19,8 @@
  * form's function (repsum_round.h): the result is bit-identical to the binned
  * form's for the same multiset, whichever form each call takes.
  *
- * Plain C11 (with the GCC/Clang 128-bit integer), no MPI headers.
+ * Plain C11 (with the GCC/Clang 128-bit integer), no MPI headers; on x86-64
+ * the .c file adds vector code (target attributes, intrinsics).
  */
 #ifndef OFL_REPSUM_WIDE_H
 #define OFL_REPSUM_WIDE_H
@@ -66,9 +67,10 @@ void ofl_repsum_wide_to_float(float *out, const ofl_repsum_wide_t *in,
                               const ofl_repsum_meta_t *meta, size_t count);
 
 /* The portable definitions of the double conversions and the add. The entry
- * points above take vector code where the CPU has it (x86-64 with AVX2, found
- * at run time) and must equal these bit for bit: they are the reference the
- * unit tests hold the vector code to. */
+ * points above take vector code where the CPU has it (x86-64 with AVX2 or
+ * AVX-512, found at run time; floats in blocks converted to double) and must
+ * equal these bit for bit: they are the reference the unit tests hold the
+ * vector code to. */
 void ofl_repsum_meta_from_double_ref(ofl_repsum_meta_t *out, const double *in, size_t count);
 void ofl_repsum_wide_from_double_ref(ofl_repsum_wide_t *out, const double *in,
                                      const ofl_repsum_meta_t *meta, size_t count);
