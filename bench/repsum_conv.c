@@ -96,6 +96,7 @@ int main(int argc, char **argv)
     ofl_repsum_wide_from_double(w, x, m, count);
     ofl_repsum_wide_add(w, w, w2, count);
     TIME("scalar: wide_to_double", ofl_repsum_wide_to_double_ref(z, w, m, count));
+    TIME("scalar: wide_to_float", ofl_repsum_wide_to_float_ref((float *) z, w, m, count));
     TIME("meta_merge", ofl_repsum_meta_merge(m2, m2, m, count));
     /* the entry points at each vector level this CPU has, best first */
     static const char *const names[] = { "scalar", "AVX2", "AVX-512" };
@@ -109,6 +110,7 @@ int main(int argc, char **argv)
         ofl_repsum_wide_from_double(w, x, m, count);
         ofl_repsum_wide_add(w, w, w2, count);
         TIME(LABEL("wide_to_double"), ofl_repsum_wide_to_double(z, w, m, count));
+        TIME(LABEL("wide_to_float"), ofl_repsum_wide_to_float((float *) z, w, m, count));
     }
     ofl_repsum_wide_set_vector(2);
     float *f = aligned_alloc(64, count * sizeof(float) + 64);

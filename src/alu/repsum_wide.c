@@ -178,13 +178,18 @@ void ofl_repsum_wide_to_double_ref(double *out, const ofl_repsum_wide_t *in,
     }
 }
 
-void ofl_repsum_wide_to_float(float *out, const ofl_repsum_wide_t *in,
-                              const ofl_repsum_meta_t *meta, size_t count)
+static inline float to_float_one(const ofl_repsum_wide_t *e, ofl_repsum_meta_t m)
+{
+    int neg, x;
+    ofl_u128 u = wide_value(e, m, &neg, &x);
+    return ofl_rs_to_float(binned_flags(m), neg, u, 0, x);
+}
+
+void ofl_repsum_wide_to_float_ref(float *out, const ofl_repsum_wide_t *in,
+                                  const ofl_repsum_meta_t *meta, size_t count)
 {
     for (size_t i = 0; i < count; ++i) {
-        int neg, x;
-        ofl_u128 u = wide_value(&in[i], meta[i], &neg, &x);
-        out[i] = ofl_rs_to_float(binned_flags(meta[i]), neg, u, 0, x);
+        out[i] = to_float_one(&in[i], meta[i]);
     }
 }
 
@@ -417,34 +422,48 @@ AVX2 static void wide_add_avx2(void *out, const void *a, const void *b, size_t c
     }
 }
 
-/* ofl_rs_to_double's fast formula: n = u << lz has u's top bit at 127, field is
- * the biased exponent of that bit; the sign from neg. */
-AVX2 static inline __m256i round4(__m256i nh, __m256i nl, __m256i field, __m256i neg)
+/* The formats' constants: fl 0 for double, 1 for float. */
+#define PREC(fl) ((fl) ? 24 : 53)
+#define BIAS(fl) ((fl) ? 127 : 1023)
+#define EMAX(fl) ((fl) ? 0xfe : 0x7fe)   /* the largest normal field */
+#define SIGN(fl) ((fl) ? UINT64_C(1) << 31 : UINT64_C(1) << 63)
+
+/* ofl_rs_to_double's fast formula, and the same for floats (ofl_rs_round_u's
+ * answer for a normal result): n = u << lz has u's top bit at 127, field is the
+ * biased exponent of that bit; the sign from neg. The rounding carry may run
+ * into the exponent field, and from the largest one to infinity, as it should.
+ * A float's bits are in the low half of each lane. */
+AVX2 static inline __m256i round4(__m256i nh, __m256i nl, __m256i field, __m256i neg,
+                                  const int fl)
 {
-    __m256i mant = _mm256_srli_epi64(nh, 11);
-    __m256i round = _mm256_and_si256(_mm256_srli_epi64(nh, 10), V(1));
-    __m256i below = _mm256_cmpeq_epi64(_mm256_or_si256(_mm256_and_si256(nh, V(0x3ff)), nl),
-                                       _mm256_setzero_si256());
+    const int sh = 64 - PREC(fl);   /* n's bits under the significand's */
+    __m256i mant = _mm256_srli_epi64(nh, sh);
+    __m256i round = _mm256_and_si256(_mm256_srli_epi64(nh, sh - 1), V(1));
+    __m256i rest = _mm256_and_si256(nh, V((UINT64_C(1) << (sh - 1)) - 1));
+    __m256i below = _mm256_cmpeq_epi64(_mm256_or_si256(rest, nl), _mm256_setzero_si256());
     __m256i inc = _mm256_and_si256(round, _mm256_or_si256(_mm256_andnot_si256(below, V(1)), mant));
-    __m256i bits = _mm256_add_epi64(_mm256_slli_epi64(_mm256_sub_epi64(field, V(1)), 52),
+    __m256i bits = _mm256_add_epi64(_mm256_slli_epi64(_mm256_sub_epi64(field, V(1)), PREC(fl) - 1),
                                     _mm256_add_epi64(mant, inc));
-    return _mm256_or_si256(bits, _mm256_and_si256(neg, V(UINT64_C(1) << 63)));
+    return _mm256_or_si256(bits, _mm256_and_si256(neg, V(SIGN(fl))));
 }
 
 /* All ones in the lanes without NaN or infinities whose field is normal. */
-AVX2 static inline __m256i normal_finite4(__m256i field, __m256i m)
+AVX2 static inline __m256i normal_finite4(__m256i field, __m256i m, const int fl)
 {
     __m256i finite = _mm256_cmpeq_epi64(_mm256_and_si256(m, V(FLAG_MASK & ~NOT_NEGZERO)),
                                         _mm256_setzero_si256());
     __m256i normal = _mm256_and_si256(_mm256_cmpgt_epi64(field, _mm256_setzero_si256()),
-                                      _mm256_cmpgt_epi64(V(0x7ff), field));
+                                      _mm256_cmpgt_epi64(V(EMAX(fl) + 1), field));
     return _mm256_and_si256(finite, normal);
 }
 
-AVX2 static void wide_to_double_avx2(double *out, const ofl_repsum_wide_t *in,
-                                     const ofl_repsum_meta_t *meta, size_t count)
+/* The sums as doubles (fl 0) or floats (fl 1). */
+AVX2 static inline void wide_to_avx2(void *out, const ofl_repsum_wide_t *in,
+                                     const ofl_repsum_meta_t *meta, size_t count, const int fl)
 {
     const __m256i zero = _mm256_setzero_si256();
+    /* the low halves of lanes 0 2 1 3, in the elements' order */
+    const __m256i halves = _mm256_setr_epi32(0, 4, 2, 6, 1, 3, 5, 7);
     size_t i = 0;
     for (; i + 4 <= count; i += 4) {
         __m256i e01 = _mm256_loadu_si256((const __m256i *) (in + i));
@@ -467,9 +486,9 @@ AVX2 static void wide_to_double_avx2(double *out, const ofl_repsum_wide_t *in,
                                          _mm256_srlv_epi64(ul, _mm256_sub_epi64(V(64), lz)));
             __m256i nl = _mm256_sllv_epi64(ul, lz);
             __m256i field = _mm256_add_epi64(_mm256_add_epi64(base4(m), top12),
-                                             V(76 + 1023 - 1074));
-            bits = round4(nh, nl, field, neg);
-            ok = normal_finite4(field, m);
+                                             V(76 + BIAS(fl) - 1074));
+            bits = round4(nh, nl, field, neg, fl);
+            ok = normal_finite4(field, m, fl);
         } else {
             /* t: u's top bit, from 32 of its bits */
             __m256i h0 = _mm256_cmpeq_epi64(uh, zero);
@@ -487,19 +506,25 @@ AVX2 static void wide_to_double_avx2(double *out, const ofl_repsum_wide_t *in,
                 _mm256_or_si256(_mm256_srlv_epi64(ul, _mm256_sub_epi64(V(64), lz)),
                                 _mm256_sllv_epi64(ul, _mm256_sub_epi64(lz, V(64)))));
             __m256i nl = _mm256_sllv_epi64(ul, lz);
-            __m256i field = _mm256_add_epi64(_mm256_add_epi64(base4(m), t), V(1023 - 1074));
-            bits = round4(nh, nl, field, neg);
+            __m256i field = _mm256_add_epi64(_mm256_add_epi64(base4(m), t), V(BIAS(fl) - 1074));
+            bits = round4(nh, nl, field, neg, fl);
             /* a zero sum (neg is 0 then): -0.0 only when every input was */
             __m256i u0 = _mm256_and_si256(h0, _mm256_cmpeq_epi64(ul, zero));
             __m256i zbits = _mm256_andnot_si256(
                 _mm256_cmpeq_epi64(_mm256_and_si256(m, V(NOT_NEGZERO)), V(NOT_NEGZERO)),
-                V(UINT64_C(1) << 63));
+                V(SIGN(fl)));
             bits = _mm256_blendv_epi8(bits, zbits, u0);
             __m256i finite = _mm256_cmpeq_epi64(_mm256_and_si256(m, V(FLAG_MASK & ~NOT_NEGZERO)),
                                                 zero);
-            ok = _mm256_or_si256(normal_finite4(field, m), _mm256_and_si256(finite, u0));
+            ok = _mm256_or_si256(normal_finite4(field, m, fl), _mm256_and_si256(finite, u0));
         }
-        _mm256_storeu_si256((__m256i *) (out + i), _mm256_permute4x64_epi64(bits, 0xd8));
+        if (fl) {
+            _mm_storeu_si128((__m128i *) ((float *) out + i),
+                             _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(bits, halves)));
+        } else {
+            _mm256_storeu_si256((__m256i *) ((double *) out + i),
+                                _mm256_permute4x64_epi64(bits, 0xd8));
+        }
         /* lanes the formula does not hold for: NaN or infinities, results
          * subnormal or too large; the mask's bits 1 and 2 are lanes 2 and 1 */
         int good = _mm256_movemask_pd(_mm256_castsi256_pd(ok));
@@ -507,14 +532,34 @@ AVX2 static void wide_to_double_avx2(double *out, const ofl_repsum_wide_t *in,
             good = (good & 9) | (good & 2) << 1 | (good & 4) >> 1;
             for (int k = 0; k < 4; ++k) {
                 if (!(good >> k & 1)) {
-                    out[i + k] = to_double_one(&in[i + k], meta[i + k]);
+                    if (fl) {
+                        ((float *) out)[i + k] = to_float_one(&in[i + k], meta[i + k]);
+                    } else {
+                        ((double *) out)[i + k] = to_double_one(&in[i + k], meta[i + k]);
+                    }
                 }
             }
         }
     }
     for (; i < count; ++i) {
-        out[i] = to_double_one(&in[i], meta[i]);
+        if (fl) {
+            ((float *) out)[i] = to_float_one(&in[i], meta[i]);
+        } else {
+            ((double *) out)[i] = to_double_one(&in[i], meta[i]);
+        }
     }
+}
+
+AVX2 static void wide_to_double_avx2(double *out, const ofl_repsum_wide_t *in,
+                                     const ofl_repsum_meta_t *meta, size_t count)
+{
+    wide_to_avx2(out, in, meta, count, 0);
+}
+
+AVX2 static void wide_to_float_avx2(float *out, const ofl_repsum_wide_t *in,
+                                    const ofl_repsum_meta_t *meta, size_t count)
+{
+    wide_to_avx2(out, in, meta, count, 1);
 }
 
 /*
@@ -601,12 +646,14 @@ AVX512 static void wide_from_double_avx512(ofl_repsum_wide_t *out, const double 
     wide_from_double_avx2(out + i, in + i, meta + i, count - i);
 }
 
-AVX512 static void wide_to_double_avx512(double *out, const ofl_repsum_wide_t *in,
-                                         const ofl_repsum_meta_t *meta, size_t count)
+AVX512 static inline void wide_to_avx512(void *out, const ofl_repsum_wide_t *in,
+                                         const ofl_repsum_meta_t *meta, size_t count,
+                                         const int fl)
 {
     const __m512i idx_lo = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
     const __m512i idx_hi = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
     const __m512i zero = _mm512_setzero_si512();
+    const int sh = 64 - PREC(fl);
     size_t i = 0;
     for (; i + 8 <= count; i += 8) {
         __m512i e0 = _mm512_loadu_si512(in + i);
@@ -627,35 +674,61 @@ AVX512 static void wide_to_double_avx512(double *out, const ofl_repsum_wide_t *i
         __m512i nh = _mm512_shldv_epi64(uh, ul, lz);   /* lz below 64 */
         nh = _mm512_mask_sllv_epi64(nh, h0, ul, _mm512_sub_epi64(lz, Z(64)));
         __m512i nl = _mm512_sllv_epi64(ul, lz);
-        /* field - 1 = base + 127 - lz + 1023 - 1074 - 1, base = top W - (K - 1) W */
+        /* field - 1 = base + 127 - lz + bias - 1074 - 1, base = top W - (K - 1) W */
         __m512i top = _mm512_and_si512(m, Z(TOP_MASK));
-        __m512i field1 = _mm512_sub_epi64(_mm512_mul_epu32(top, Z(W)),
-                                          _mm512_add_epi64(lz, Z((K - 1) * W - 127 + 51 + 1)));
-        __m512i mant = _mm512_srli_epi64(nh, 11);
-        __mmask8 below = _mm512_test_epi64_mask(nh, Z(0x3ff)) | _mm512_test_epi64_mask(nl, nl);
-        __mmask8 inc = _mm512_test_epi64_mask(nh, Z(1 << 10))
-                       & (below | _mm512_test_epi64_mask(nh, Z(1 << 11)));
-        __m512i bits = _mm512_add_epi64(_mm512_slli_epi64(field1, 52), mant);
+        __m512i field1 = _mm512_sub_epi64(
+            _mm512_mul_epu32(top, Z(W)), _mm512_add_epi64(lz, Z((K - 1) * W - 127 - BIAS(fl)
+                                                                 + 1074 + 1)));
+        __m512i mant = _mm512_srli_epi64(nh, sh);
+        __mmask8 below = _mm512_test_epi64_mask(nh, Z((UINT64_C(1) << (sh - 1)) - 1))
+                         | _mm512_test_epi64_mask(nl, nl);
+        __mmask8 inc = _mm512_test_epi64_mask(nh, Z(UINT64_C(1) << (sh - 1)))
+                       & (below | _mm512_test_epi64_mask(nh, Z(UINT64_C(1) << sh)));
+        __m512i bits = _mm512_add_epi64(_mm512_slli_epi64(field1, PREC(fl) - 1), mant);
         bits = _mm512_mask_add_epi64(bits, inc, bits, Z(1));
-        bits = _mm512_mask_or_epi64(bits, neg, bits, Z(UINT64_C(1) << 63));
+        bits = _mm512_mask_or_epi64(bits, neg, bits, Z(SIGN(fl)));
         /* a zero sum: -0.0 only when every input was */
         __mmask8 u0 = h0 & _mm512_testn_epi64_mask(ul, ul);
         bits = _mm512_mask_mov_epi64(bits, u0, zero);
         bits = _mm512_mask_mov_epi64(bits, u0 & _mm512_testn_epi64_mask(m, Z(NOT_NEGZERO)),
-                                     Z(UINT64_C(1) << 63));
-        _mm512_storeu_si512(out + i, bits);
+                                     Z(SIGN(fl)));
+        if (fl) {
+            _mm256_storeu_si256((__m256i *) ((float *) out + i), _mm512_cvtepi64_epi32(bits));
+        } else {
+            _mm512_storeu_si512((double *) out + i, bits);
+        }
         __mmask8 finite = _mm512_testn_epi64_mask(m, Z(FLAG_MASK & ~NOT_NEGZERO));
-        __mmask8 normal = _mm512_cmplt_epu64_mask(field1, Z(0x7fe));
+        __mmask8 normal = _mm512_cmplt_epu64_mask(field1, Z(EMAX(fl)));
         unsigned good = finite & (normal | u0);
         if (__builtin_expect(0xff != good, 0)) {
             for (int k = 0; k < 8; ++k) {
                 if (!(good >> k & 1)) {
-                    out[i + k] = to_double_one(&in[i + k], meta[i + k]);
+                    if (fl) {
+                        ((float *) out)[i + k] = to_float_one(&in[i + k], meta[i + k]);
+                    } else {
+                        ((double *) out)[i + k] = to_double_one(&in[i + k], meta[i + k]);
+                    }
                 }
             }
         }
     }
-    wide_to_double_avx2(out + i, in + i, meta + i, count - i);
+    if (fl) {
+        wide_to_float_avx2((float *) out + i, in + i, meta + i, count - i);
+    } else {
+        wide_to_double_avx2((double *) out + i, in + i, meta + i, count - i);
+    }
+}
+
+AVX512 static void wide_to_double_avx512(double *out, const ofl_repsum_wide_t *in,
+                                         const ofl_repsum_meta_t *meta, size_t count)
+{
+    wide_to_avx512(out, in, meta, count, 0);
+}
+
+AVX512 static void wide_to_float_avx512(float *out, const ofl_repsum_wide_t *in,
+                                        const ofl_repsum_meta_t *meta, size_t count)
+{
+    wide_to_avx512(out, in, meta, count, 1);
 }
 
 /* 0: scalar, 1: AVX2, 2: AVX-512; the CPU's best, capped by a caller. */
@@ -769,6 +842,23 @@ void ofl_repsum_wide_to_double(double *out, const ofl_repsum_wide_t *in,
     }
 #endif
     ofl_repsum_wide_to_double_ref(out, in, meta, count);
+}
+
+void ofl_repsum_wide_to_float(float *out, const ofl_repsum_wide_t *in,
+                              const ofl_repsum_meta_t *meta, size_t count)
+{
+#if HAVE_AVX2_CODE
+    int level = isa();
+    if (2 == level) {
+        wide_to_float_avx512(out, in, meta, count);
+        return;
+    }
+    if (1 == level) {
+        wide_to_float_avx2(out, in, meta, count);
+        return;
+    }
+#endif
+    ofl_repsum_wide_to_float_ref(out, in, meta, count);
 }
 
 /* Floats take the double code on blocks converted on the stack: a float's

@@ -658,7 +658,7 @@ static double vx[4][VN + 4];
 static ofl_repsum_meta_t vm[4][VN + 4], vg[VN + 4], vr[VN + 4];
 static ofl_repsum_wide_t vw[VN + 4], vwr[VN + 4], vs[VN + 4], vsr[VN + 4];
 static double vd[VN + 4], vdr[VN + 4];
-static float vf[VN + 4];
+static float vf[VN + 4], vfr[VN + 4];
 
 /* Values of three ranks: metas, the merged meta, the integers under it, their
  * sum and its rounding, by the entry points and by the reference, compared bit
@@ -692,6 +692,10 @@ static void vector_round(int set, size_t off, size_t n)
     ofl_repsum_wide_to_double(vd + off, vs + off, vg + off, n);
     ofl_repsum_wide_to_double_ref(vdr + off, vsr + off, vg + off, n);
     bad_round += 0 != memcmp(vd + off, vdr + off, n * sizeof(vd[0]));
+    /* the same sums rounded to float: overflowing, subnormal and normal ones */
+    ofl_repsum_wide_to_float(vf + off, vs + off, vg + off, n);
+    ofl_repsum_wide_to_float_ref(vfr + off, vsr + off, vg + off, n);
+    bad_round += 0 != memcmp(vf + off, vfr + off, n * sizeof(vf[0]));
     /* floats: the values rounded to float (subnormal floats among the edge
      * values' neighbours), against the reference of the same values as doubles */
     for (size_t i = 0; i < n; ++i) {
@@ -720,22 +724,27 @@ static void vector_round(int set, size_t off, size_t n)
  * sums of 53 bits or fewer, and zeros. */
 static void vector_rounding_extremes(void)
 {
-    int bad = 0;
+    int bad = 0, bad_float = 0;
     for (int round = 0; round < 400; ++round) {
         size_t n = 1 + rnd() % 37, off = rnd() % 4;
         for (size_t i = 0; i < n; ++i) {
             ofl_repsum_wide_t *e = &vs[off + i];
-            uint64_t kind = rnd() % 6, t = rnd() % 127;
+            uint64_t kind = rnd() % 7, t = rnd() % 127;
             e->lo = rnd();
             e->hi = rnd();
             if (kind >= 1) {
-                /* u of t + 1 bits, possibly a tie at bit t - 53 */
+                /* u of t + 1 bits, possibly a tie at bit t - 53 (double) or
+                 * t - 24 (float) */
                 unsigned __int128 u = ((unsigned __int128) e->hi << 64 | e->lo) >> (127 - t);
                 u |= (unsigned __int128) 1 << t;
                 if (2 == kind && t > 53) {
                     u &= ~(((unsigned __int128) 1 << (t - 53)) - 1);
                     u |= (unsigned __int128) 1 << (t - 53);
                     u += (unsigned __int128) (rnd() % 3) - 1;   /* the tie, one below or above */
+                } else if (5 == kind && t > 24) {
+                    u &= ~(((unsigned __int128) 1 << (t - 24)) - 1);
+                    u |= (unsigned __int128) 1 << (t - 24);
+                    u += (unsigned __int128) (rnd() % 3) - 1;
                 } else if (3 == kind) {
                     u &= ((unsigned __int128) 1 << 53) - 1;   /* exact */
                 } else if (4 == kind) {
@@ -748,14 +757,21 @@ static void vector_rounding_extremes(void)
                 e->hi = (uint64_t) (u >> 64);
             }
             uint16_t m = (uint16_t) rnd();
-            /* mostly finite metas, tops over the bins of the double range */
-            vg[off + i] = (rnd() % 4) ? (uint16_t) ((m & 0x8fc0) | rnd() % 60) : m;
+            /* mostly finite metas, tops over the bins of the double range, or
+             * where the sums are normal floats (tops 22..32) */
+            unsigned top = (rnd() & 1) ? (unsigned) (rnd() % 60) : 22 + (unsigned) (rnd() % 11);
+            vg[off + i] = (rnd() % 4) ? (uint16_t) ((m & 0x8fc0) | top) : m;
         }
         ofl_repsum_wide_to_double(vd + off, vs + off, vg + off, n);
         ofl_repsum_wide_to_double_ref(vdr + off, vs + off, vg + off, n);
         bad += 0 != memcmp(vd + off, vdr + off, n * sizeof(vd[0]));
+        ofl_repsum_wide_to_float(vf + off, vs + off, vg + off, n);
+        ofl_repsum_wide_to_float_ref(vfr + off, vs + off, vg + off, n);
+        bad_float += 0 != memcmp(vf + off, vfr + off, n * sizeof(vf[0]));
     }
     CHECK(0 == bad, "%d of 400 rounds of extreme sums: vector rounding differs", bad);
+    CHECK(0 == bad_float, "%d of 400 rounds of extreme sums: vector rounding to float differs",
+          bad_float);
     /* the adds' carries: low words that wrap, in both directions */
     for (size_t i = 0; i < VN; ++i) {
         vw[i].lo = (rnd() & 1) ? ~(uint64_t) (rnd() % 3) : rnd() % 3;
