@@ -19,7 +19,8 @@
  * form's function (repsum_round.h): the result is bit-identical to the binned
  * form's for the same multiset, whichever form each call takes.
  *
- * Plain C11 (with the GCC/Clang 128-bit integer), no MPI headers.
+ * Plain C11 (with the GCC/Clang 128-bit integer), no MPI headers; on x86-64
+ * the .c file adds vector code (target attributes, intrinsics).
  */
 #ifndef OFL_REPSUM_WIDE_H
 #define OFL_REPSUM_WIDE_H
@@ -64,6 +65,27 @@ void ofl_repsum_wide_to_double(double *out, const ofl_repsum_wide_t *in,
                                const ofl_repsum_meta_t *meta, size_t count);
 void ofl_repsum_wide_to_float(float *out, const ofl_repsum_wide_t *in,
                               const ofl_repsum_meta_t *meta, size_t count);
+
+/* The portable definitions of the conversions of doubles, the add and the
+ * rounding back to doubles and floats. The entry points above take vector code
+ * where the CPU has it (x86-64 with AVX2 or AVX-512, found at run time; floats
+ * in blocks converted to double) and must equal these bit for bit: they are
+ * the reference the unit tests hold the vector code to. */
+void ofl_repsum_meta_from_double_ref(ofl_repsum_meta_t *out, const double *in, size_t count);
+void ofl_repsum_wide_from_double_ref(ofl_repsum_wide_t *out, const double *in,
+                                     const ofl_repsum_meta_t *meta, size_t count);
+void ofl_repsum_wide_add_ref(void *out, const void *a, const void *b, size_t count);
+void ofl_repsum_wide_to_double_ref(double *out, const ofl_repsum_wide_t *in,
+                                   const ofl_repsum_meta_t *meta, size_t count);
+void ofl_repsum_wide_to_float_ref(float *out, const ofl_repsum_wide_t *in,
+                                  const ofl_repsum_meta_t *meta, size_t count);
+
+/* The vector code the entry points take on this CPU: 0 none, 1 AVX2, 2 AVX-512. */
+int ofl_repsum_wide_vector(void);
+
+/* At most that level from now on (2 by default; tests and benchmarks compare
+ * the levels): returns the one in effect. Not for use while conversions run. */
+int ofl_repsum_wide_set_vector(int level);
 
 /* 1 when bins holding nonzero input bits lie below the kept ones. */
 int ofl_repsum_meta_inexact(ofl_repsum_meta_t m);

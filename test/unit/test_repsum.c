@@ -600,6 +600,228 @@ static void test_wide_floats_and_extremes(void)
     CHECK(ofl_repsum_meta_inexact(m) && ldexp(1.0, 100) == d, "2^100 + 1 (1 dropped) = %a", d);
 }
 
+/* ---- the vector code against the portable reference ----------------------------- */
+
+/* Values that take every branch of the scalar code: normal ones at the
+ * range's ends, next to and at a bin's edges (32.0 and 64.0: bits 1079 and
+ * 1080 = 27 W, each the lowest and the top bit at once), then NaN (quiet, signalling, negative),
+ * infinities, signed zeros, subnormals from the smallest up. */
+static const uint64_t edges[] = {
+    0x0010000000000000ull, 0x7fefffffffffffffull, 0xffefffffffffffffull,
+    0x7fe0000000000000ull, 0x3ff0000000000000ull, 0x3ff0000000000001ull,
+    0x0280000000000000ull, 0x4050000000000000ull, 0xc04fffffffffffffull,
+    0x4040000000000000ull, 0x0010000000000001ull, 0x8020000000000000ull,
+    /* not normal from here */
+    0x7ff8000000000000ull, 0x7ff0000000000001ull, 0xfff8000000000000ull,
+    0x7ff0000000000000ull, 0xfff0000000000000ull, 0x0000000000000000ull,
+    0x8000000000000000ull, 0x0000000000000001ull, 0x8000000000000001ull,
+    0x000fffffffffffffull, 0x0008000000000000ull, 0x800ffffffffffffeull,
+    0x0000010000000000ull, 0x000000ffffffffffull,
+};
+#define NORMAL_EDGES 12
+
+static double edge_value(int normal)
+{
+    size_t n = normal ? NORMAL_EDGES : sizeof(edges) / sizeof(edges[0]);
+    uint64_t b = edges[rnd() % n];
+    double d;
+    memcpy(&d, &b, sizeof(d));
+    return d;
+}
+
+/* Any bits (NaN and infinities 1 in 2048), exponents in a narrow range (the
+ * common case: every lane normal), the edge values, normal edge values among
+ * narrow ones (the vector code's path for blocks of normal values), or a mix
+ * of all. */
+static double draw_vec(int set)
+{
+    uint64_t b = rnd();
+    double d;
+    switch (set) {
+    case 0:
+        memcpy(&d, &b, sizeof(d));
+        return d;
+    case 1:
+        return ((b & 1) ? -1.0 : 1.0) * ldexp(1.0 + rnd_unit(), (int) (rnd() % 61) - 30);
+    case 2:
+        return edge_value(0);
+    case 3:
+        return 0 == rnd() % 2 ? edge_value(1) : draw_vec(1);
+    default:
+        return 0 == rnd() % 3 ? edge_value(0) : draw_vec((int) (rnd() % 2));
+    }
+}
+
+#define VN 1031   /* odd: every tail length of the vector loops comes up */
+
+static double vx[4][VN + 4];
+static ofl_repsum_meta_t vm[4][VN + 4], vg[VN + 4], vr[VN + 4];
+static ofl_repsum_wide_t vw[VN + 4], vwr[VN + 4], vs[VN + 4], vsr[VN + 4];
+static double vd[VN + 4], vdr[VN + 4];
+static float vf[VN + 4], vfr[VN + 4];
+
+/* Values of three ranks: metas, the merged meta, the integers under it, their
+ * sum and its rounding, by the entry points and by the reference, compared bit
+ * for bit at each start offset (unaligned for the vector loads) and count. */
+static void vector_round(int set, size_t off, size_t n)
+{
+    int bad_meta = 0, bad_wide = 0, bad_add = 0, bad_round = 0;
+    for (int r = 0; r < 3; ++r) {
+        for (size_t i = 0; i < n; ++i) {
+            vx[r][off + i] = draw_vec(set);
+        }
+        ofl_repsum_meta_from_double(vm[r] + off, vx[r] + off, n);
+        ofl_repsum_meta_from_double_ref(vr + off, vx[r] + off, n);
+        bad_meta += 0 != memcmp(vm[r] + off, vr + off, n * sizeof(vr[0]));
+    }
+    ofl_repsum_meta_merge(vg + off, vm[0] + off, vm[1] + off, n);
+    ofl_repsum_meta_merge(vg + off, vg + off, vm[2] + off, n);
+    for (int r = 0; r < 3; ++r) {
+        ofl_repsum_wide_from_double(vw + off, vx[r] + off, vg + off, n);
+        ofl_repsum_wide_from_double_ref(vwr + off, vx[r] + off, vg + off, n);
+        bad_wide += 0 != memcmp(vw + off, vwr + off, n * sizeof(vw[0]));
+        if (0 == r) {
+            memcpy(vs + off, vwr + off, n * sizeof(vs[0]));
+            memcpy(vsr + off, vwr + off, n * sizeof(vs[0]));
+        } else {
+            ofl_repsum_wide_add(vs + off, vs + off, vw + off, n);   /* out aliases a */
+            ofl_repsum_wide_add_ref(vsr + off, vwr + off, vsr + off, n);   /* and b */
+            bad_add += 0 != memcmp(vs + off, vsr + off, n * sizeof(vs[0]));
+        }
+    }
+    ofl_repsum_wide_to_double(vd + off, vs + off, vg + off, n);
+    ofl_repsum_wide_to_double_ref(vdr + off, vsr + off, vg + off, n);
+    bad_round += 0 != memcmp(vd + off, vdr + off, n * sizeof(vd[0]));
+    /* the same sums rounded to float: overflowing, subnormal and normal ones */
+    ofl_repsum_wide_to_float(vf + off, vs + off, vg + off, n);
+    ofl_repsum_wide_to_float_ref(vfr + off, vsr + off, vg + off, n);
+    bad_round += 0 != memcmp(vf + off, vfr + off, n * sizeof(vf[0]));
+    /* floats: the values rounded to float (subnormal floats among the edge
+     * values' neighbours), against the reference of the same values as doubles */
+    for (size_t i = 0; i < n; ++i) {
+        float f = 2 == set && (rnd() & 1) ? (float) ldexp(vx[0][off + i], -1000)
+                                          : (float) vx[0][off + i];
+        vf[off + i] = f;
+        vx[1][off + i] = (double) f;
+    }
+    ofl_repsum_meta_from_float(vm[0] + off, vf + off, n);
+    ofl_repsum_meta_from_double_ref(vr + off, vx[1] + off, n);
+    bad_meta += 0 != memcmp(vm[0] + off, vr + off, n * sizeof(vr[0]));
+    ofl_repsum_meta_merge(vr + off, vg + off, vm[0] + off, n);   /* a rounding up may raise a top */
+    ofl_repsum_wide_from_float(vw + off, vf + off, vr + off, n);
+    ofl_repsum_wide_from_double_ref(vwr + off, vx[1] + off, vr + off, n);
+    bad_wide += 0 != memcmp(vw + off, vwr + off, n * sizeof(vw[0]));
+    CHECK(0 == bad_meta, "set %d, offset %zu, %zu values: vector meta differs", set, off, n);
+    CHECK(0 == bad_wide, "set %d, offset %zu, %zu values: vector integers differ", set, off, n);
+    CHECK(0 == bad_add, "set %d, offset %zu, %zu values: vector adds differ", set, off, n);
+    CHECK(0 == bad_round, "set %d, offset %zu, %zu values: vector rounding differs", set, off,
+          n);
+}
+
+/* Sums the conversions cannot produce from a few ranks, rounded by both: any
+ * 128-bit integer under any top bin and flags (subnormal and overflowing
+ * results, tops past the range), exact ties and one above and below them,
+ * sums of 53 bits or fewer, and zeros. */
+static void vector_rounding_extremes(void)
+{
+    int bad = 0, bad_float = 0;
+    for (int round = 0; round < 400; ++round) {
+        size_t n = 1 + rnd() % 37, off = rnd() % 4;
+        for (size_t i = 0; i < n; ++i) {
+            ofl_repsum_wide_t *e = &vs[off + i];
+            uint64_t kind = rnd() % 7, t = rnd() % 127;
+            e->lo = rnd();
+            e->hi = rnd();
+            if (kind >= 1) {
+                /* u of t + 1 bits, possibly a tie at bit t - 53 (double) or
+                 * t - 24 (float) */
+                unsigned __int128 u = ((unsigned __int128) e->hi << 64 | e->lo) >> (127 - t);
+                u |= (unsigned __int128) 1 << t;
+                if (2 == kind && t > 53) {
+                    u &= ~(((unsigned __int128) 1 << (t - 53)) - 1);
+                    u |= (unsigned __int128) 1 << (t - 53);
+                    u += (unsigned __int128) (rnd() % 3) - 1;   /* the tie, one below or above */
+                } else if (5 == kind && t > 24) {
+                    u &= ~(((unsigned __int128) 1 << (t - 24)) - 1);
+                    u |= (unsigned __int128) 1 << (t - 24);
+                    u += (unsigned __int128) (rnd() % 3) - 1;
+                } else if (3 == kind) {
+                    u &= ((unsigned __int128) 1 << 53) - 1;   /* exact */
+                } else if (4 == kind) {
+                    u = 0;
+                }
+                if (rnd() & 1) {
+                    u = -u;
+                }
+                e->lo = (uint64_t) u;
+                e->hi = (uint64_t) (u >> 64);
+            }
+            uint16_t m = (uint16_t) rnd();
+            /* mostly finite metas, tops over the bins of the double range, or
+             * where the sums are normal floats (tops 22..32) */
+            unsigned top = (rnd() & 1) ? (unsigned) (rnd() % 60) : 22 + (unsigned) (rnd() % 11);
+            vg[off + i] = (rnd() % 4) ? (uint16_t) ((m & 0x8fc0) | top) : m;
+        }
+        ofl_repsum_wide_to_double(vd + off, vs + off, vg + off, n);
+        ofl_repsum_wide_to_double_ref(vdr + off, vs + off, vg + off, n);
+        bad += 0 != memcmp(vd + off, vdr + off, n * sizeof(vd[0]));
+        ofl_repsum_wide_to_float(vf + off, vs + off, vg + off, n);
+        ofl_repsum_wide_to_float_ref(vfr + off, vs + off, vg + off, n);
+        bad_float += 0 != memcmp(vf + off, vfr + off, n * sizeof(vf[0]));
+    }
+    CHECK(0 == bad, "%d of 400 rounds of extreme sums: vector rounding differs", bad);
+    CHECK(0 == bad_float, "%d of 400 rounds of extreme sums: vector rounding to float differs",
+          bad_float);
+    /* the adds' carries: low words that wrap, in both directions */
+    for (size_t i = 0; i < VN; ++i) {
+        vw[i].lo = (rnd() & 1) ? ~(uint64_t) (rnd() % 3) : rnd() % 3;
+        vw[i].hi = rnd();
+        vwr[i].lo = (rnd() & 1) ? ~(uint64_t) (rnd() % 3) : rnd() % 3;
+        vwr[i].hi = rnd();
+    }
+    ofl_repsum_wide_add(vs, vw, vwr, VN);
+    ofl_repsum_wide_add_ref(vsr, vw, vwr, VN);
+    CHECK(0 == memcmp(vs, vsr, VN * sizeof(vs[0])), "the adds' carries differ");
+}
+
+static void test_vector_level(void)
+{
+    for (int set = 0; set < 5; ++set) {
+        for (size_t off = 0; off < 4; ++off) {
+            for (size_t n = 0; n <= 37; ++n) {
+                vector_round(set, off, n);
+            }
+            vector_round(set, off, VN);
+        }
+    }
+    vector_rounding_extremes();
+    /* independently: known values through the entry points */
+    double in[5] = { -0.0, INFINITY, 0x1p-1074, 1.0 + 0x1p-52, -0x1.8p100 };
+    ofl_repsum_meta_t m[5];
+    ofl_repsum_meta_from_double(m, in, 5);
+    /* 1 + 2^-52: bits 1022 (lsb) and 1074 (top) of the 2^-1074 grid, bins 25 and 26 */
+    CHECK(0x8000 + (25 << 6) + 26 == m[3], "meta of 1 + 2^-52: %#x", m[3]);
+    /* -1.5 2^100: bits 1173 and 1174, bin 29 */
+    CHECK(0x8000 + (29 << 6) + 29 == m[4], "meta of -1.5 2^100: %#x", m[4]);
+    CHECK(0xffc0 - 0x4000 - 0x1000 == m[1], "meta of +Inf: %#x", m[1]);
+    CHECK(0x0fc0 == m[0] && 0x8000 == m[2], "meta of -0.0 %#x, of 2^-1074 %#x", m[0], m[2]);
+}
+
+/* Every vector level this CPU has, each against the reference. */
+static void test_vector_equals_reference(void)
+{
+    int best = ofl_repsum_wide_vector();
+    if (0 == best) {
+        printf("test_repsum: no vector code on this CPU: the entry points are the reference\n");
+    }
+    for (int level = best; level >= 0; --level) {
+        CHECK(level == ofl_repsum_wide_set_vector(level), "vector level %d not taken", level);
+        test_vector_level();
+    }
+    ofl_repsum_wide_set_vector(2);
+    CHECK(best == ofl_repsum_wide_vector(), "vector level %d not restored", best);
+}
+
 int main(void)
 {
     test_orders_and_reference();
@@ -608,5 +830,6 @@ int main(void)
     test_complex();
     test_wide_equals_binned();
     test_wide_floats_and_extremes();
+    test_vector_equals_reference();
     return unit_report("test_repsum");
 }
