@@ -15,7 +15,7 @@ cflags="-g -O1 -std=c11 -D_GNU_SOURCE -I$src -I$here $san"
 objs=""
 # The code under test: instrumented for coverage (fuzzer-no-link) and sanitizers.
 # The core's sources as src/Makefile.am lists them for libofl (one list to keep).
-core=$(sed -n '/^libofl_la_SOURCES/,/^$/p' "$src/Makefile.am" | grep -o '[a-z_/]*\.c' | sed 's/\.c$//')
+core=$(sed -n '/^libofl_la_SOURCES/,/^$/p' "$src/Makefile.am" | grep -o '[a-z0-9_/]*\.c' | sed 's/\.c$//')
 [ -n "$core" ] || { echo "no sources found in $src/Makefile.am"; exit 1; }
 for f in $core; do
     o="$out/obj/$(echo "$f" | tr / _).o"
