@@ -169,20 +169,26 @@ struct ofl_nic {
     ofl_nic_record_t *own_records;
 };
 
-/* The record op, inline where the backend allows it. */
-static inline void ofl_nic_record(ofl_nic_t *nic, uint64_t callno, uint64_t sig)
+/* Write a record into a rank's own ring (own_records). */
+static inline void ofl_nic_record_put(ofl_nic_record_t *ring, uint64_t callno, uint64_t sig)
 {
-    if (NULL == nic->own_records) {
-        nic->ops->record(nic, callno, sig);
-        return;
-    }
-    ofl_nic_record_t *r = nic->own_records + (callno & (OFL_NIC_RECORDS - 1));
+    ofl_nic_record_t *r = ring + (callno & (OFL_NIC_RECORDS - 1));
     /* A reader that sees the same number before and after reading the
      * signature read this call's (a sequence lock with one writer). */
     atomic_store_explicit(&r->callno, 0, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
     atomic_store_explicit(&r->sig, sig, memory_order_relaxed);
     atomic_store_explicit(&r->callno, callno, memory_order_release);
+}
+
+/* The record op, inline where the backend allows it. */
+static inline void ofl_nic_record(ofl_nic_t *nic, uint64_t callno, uint64_t sig)
+{
+    if (NULL == nic->own_records) {
+        nic->ops->record(nic, callno, sig);
+    } else {
+        ofl_nic_record_put(nic->own_records, callno, sig);
+    }
 }
 
 /* This rank cannot go on with the communicator: mark it failed, naming itself,
