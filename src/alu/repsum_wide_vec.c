@@ -258,6 +258,58 @@ AVX2 static inline __m256i normal_finite4(__m256i field, __m256i m, const int fl
     return _mm256_and_si256(finite, normal);
 }
 
+/* The general case of round4's input: any u, zero included (lanes 0 2 1 3 as
+ * wide_to_avx2 has them); *ok as normal_finite4, zero sums counted good. */
+AVX2 static inline __m256i round_any4(__m256i uh, __m256i ul, __m256i m, __m256i neg, __m256i *ok,
+                                      const int fl)
+{
+    /* t: u's top bit, from 32 of its bits */
+    __m256i h0 = _mm256_cmpeq_epi64(uh, _mm256_setzero_si256());
+    __m256i w = _mm256_blendv_epi8(uh, ul, h0);
+    __m256i t = _mm256_andnot_si256(h0, V(64));
+    __m256i w_hi = _mm256_srli_epi64(w, 32);
+    __m256i w0 = _mm256_cmpeq_epi64(w_hi, _mm256_setzero_si256());
+    w = _mm256_blendv_epi8(w_hi, _mm256_and_si256(w, V(0xffffffffu)), w0);
+    t = _mm256_add_epi64(_mm256_add_epi64(t, _mm256_andnot_si256(w0, V(32))),
+                         log2_small(w));
+    /* n = u << lz puts the top bit at 127 */
+    __m256i lz = _mm256_sub_epi64(V(127), t);
+    __m256i nh = _mm256_or_si256(
+        _mm256_sllv_epi64(uh, lz),
+        _mm256_or_si256(_mm256_srlv_epi64(ul, _mm256_sub_epi64(V(64), lz)),
+                        _mm256_sllv_epi64(ul, _mm256_sub_epi64(lz, V(64)))));
+    __m256i nl = _mm256_sllv_epi64(ul, lz);
+    __m256i field = _mm256_add_epi64(_mm256_add_epi64(base4(m), t), V(BIAS(fl) - 1074));
+    __m256i bits = round4(nh, nl, field, neg, fl);
+    /* a zero sum (neg is 0 then): -0.0 only when every input was */
+    __m256i u0 = _mm256_and_si256(h0, _mm256_cmpeq_epi64(ul, _mm256_setzero_si256()));
+    __m256i zbits = _mm256_andnot_si256(
+        _mm256_cmpeq_epi64(_mm256_and_si256(m, V(NOT_NEGZERO)), V(NOT_NEGZERO)),
+        V(SIGN(fl)));
+    bits = _mm256_blendv_epi8(bits, zbits, u0);
+    __m256i finite = _mm256_cmpeq_epi64(_mm256_and_si256(m, V(FLAG_MASK & ~NOT_NEGZERO)),
+                                        _mm256_setzero_si256());
+    *ok = _mm256_or_si256(normal_finite4(field, m, fl), _mm256_and_si256(finite, u0));
+    return bits;
+}
+
+/* The lanes of a vector whose `good` bit (movemask, lanes 0 2 1 3) is clear,
+ * again by the scalar code: NaN or infinities, results subnormal or too large. */
+static void redo_lanes(void *out, const ofl_repsum_wide_t *in, const ofl_repsum_meta_t *meta,
+                       size_t i, int good, const int fl)
+{
+    good = (good & 9) | (good & 2) << 1 | (good & 4) >> 1;
+    for (int k = 0; k < 4; ++k) {
+        if (!(good >> k & 1)) {
+            if (fl) {
+                ((float *) out)[i + k] = to_float_one(&in[i + k], meta[i + k]);
+            } else {
+                ((double *) out)[i + k] = to_double_one(&in[i + k], meta[i + k]);
+            }
+        }
+    }
+}
+
 /* The sums as doubles (fl 0) or floats (fl 1). */
 AVX2 static inline void wide_to_avx2(void *out, const ofl_repsum_wide_t *in,
                                      const ofl_repsum_meta_t *meta, size_t count, const int fl)
@@ -291,33 +343,7 @@ AVX2 static inline void wide_to_avx2(void *out, const ofl_repsum_wide_t *in,
             bits = round4(nh, nl, field, neg, fl);
             ok = normal_finite4(field, m, fl);
         } else {
-            /* t: u's top bit, from 32 of its bits */
-            __m256i h0 = _mm256_cmpeq_epi64(uh, zero);
-            __m256i w = _mm256_blendv_epi8(uh, ul, h0);
-            __m256i t = _mm256_andnot_si256(h0, V(64));
-            __m256i w_hi = _mm256_srli_epi64(w, 32);
-            __m256i w0 = _mm256_cmpeq_epi64(w_hi, zero);
-            w = _mm256_blendv_epi8(w_hi, _mm256_and_si256(w, V(0xffffffffu)), w0);
-            t = _mm256_add_epi64(_mm256_add_epi64(t, _mm256_andnot_si256(w0, V(32))),
-                                 log2_small(w));
-            /* n = u << lz puts the top bit at 127 */
-            __m256i lz = _mm256_sub_epi64(V(127), t);
-            __m256i nh = _mm256_or_si256(
-                _mm256_sllv_epi64(uh, lz),
-                _mm256_or_si256(_mm256_srlv_epi64(ul, _mm256_sub_epi64(V(64), lz)),
-                                _mm256_sllv_epi64(ul, _mm256_sub_epi64(lz, V(64)))));
-            __m256i nl = _mm256_sllv_epi64(ul, lz);
-            __m256i field = _mm256_add_epi64(_mm256_add_epi64(base4(m), t), V(BIAS(fl) - 1074));
-            bits = round4(nh, nl, field, neg, fl);
-            /* a zero sum (neg is 0 then): -0.0 only when every input was */
-            __m256i u0 = _mm256_and_si256(h0, _mm256_cmpeq_epi64(ul, zero));
-            __m256i zbits = _mm256_andnot_si256(
-                _mm256_cmpeq_epi64(_mm256_and_si256(m, V(NOT_NEGZERO)), V(NOT_NEGZERO)),
-                V(SIGN(fl)));
-            bits = _mm256_blendv_epi8(bits, zbits, u0);
-            __m256i finite = _mm256_cmpeq_epi64(_mm256_and_si256(m, V(FLAG_MASK & ~NOT_NEGZERO)),
-                                                zero);
-            ok = _mm256_or_si256(normal_finite4(field, m, fl), _mm256_and_si256(finite, u0));
+            bits = round_any4(uh, ul, m, neg, &ok, fl);
         }
         if (fl) {
             _mm_storeu_si128((__m128i *) ((float *) out + i),
@@ -326,20 +352,9 @@ AVX2 static inline void wide_to_avx2(void *out, const ofl_repsum_wide_t *in,
             _mm256_storeu_si256((__m256i *) ((double *) out + i),
                                 _mm256_permute4x64_epi64(bits, 0xd8));
         }
-        /* lanes the formula does not hold for: NaN or infinities, results
-         * subnormal or too large; the mask's bits 1 and 2 are lanes 2 and 1 */
         int good = _mm256_movemask_pd(_mm256_castsi256_pd(ok));
         if (__builtin_expect(0xf != good, 0)) {
-            good = (good & 9) | (good & 2) << 1 | (good & 4) >> 1;
-            for (int k = 0; k < 4; ++k) {
-                if (!(good >> k & 1)) {
-                    if (fl) {
-                        ((float *) out)[i + k] = to_float_one(&in[i + k], meta[i + k]);
-                    } else {
-                        ((double *) out)[i + k] = to_double_one(&in[i + k], meta[i + k]);
-                    }
-                }
-            }
+            redo_lanes(out, in, meta, i, good, fl);
         }
     }
     for (; i < count; ++i) {
