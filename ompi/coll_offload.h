@@ -44,6 +44,14 @@ typedef struct {
     int mode;                   /* ofl_repsum_mode_t */
     void *stage;                /* blocking calls' binned elements; grows only */
     size_t stage_bytes;
+    /* The last blocking allreduce taken in one binned pass: a repeat of its
+     * datatype and count (mode on, op MPI_SUM) skips the checks, which cost as
+     * much as the conversions on a small call. last_dtype NULL: none yet. */
+    struct ompi_datatype_t *last_dtype;
+    int last_count;
+    int last_kind;
+    struct ompi_datatype_t *wire_type;
+    struct ompi_op_t *wire_op;
 } mca_coll_offload_repsum_t;
 
 /* Steps of the set-up (and the staging of a bcast) where coll_offload_inject can
@@ -231,6 +239,12 @@ mca_coll_base_module_t *mca_coll_offload_hier_query(struct ompi_communicator_t *
 int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
                                struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+/* The same without the reproducible-mode check: the entry of the binned calls
+ * of reproducible sums, whose op is never MPI_SUM. */
+int mca_coll_offload_allreduce_wire(const void *sbuf, void *rbuf, int count,
+                                    struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                    struct ompi_communicator_t *comm,
+                                    mca_coll_base_module_t *module);
 int mca_coll_offload_reduce(const void *sbuf, void *rbuf, int count,
                             struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
                             struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
@@ -433,6 +447,14 @@ struct ompi_op_t *mca_coll_offload_repsum_op(void);
  * mode is taken at its first float sum: coll_offload_repsum.c). */
 int mca_coll_offload_repsum_wanted(mca_coll_offload_repsum_t *r, struct ompi_datatype_t *dtype,
                                    struct ompi_op_t *op, struct ompi_communicator_t *comm);
+/* 1 when the call repeats the last one-pass allreduce (mode on: nothing else
+ * sets the memo), inline so the repeat costs three compares. */
+static inline int mca_coll_offload_repsum_again(const mca_coll_offload_repsum_t *r,
+                                                struct ompi_datatype_t *dtype,
+                                                struct ompi_op_t *op, int count)
+{
+    return dtype == r->last_dtype && op == &ompi_mpi_op_sum.op && count == r->last_count;
+}
 /* The blocking calls in reproducible mode: convert, run `self` (the module's
  * own entry point) on the binned elements, convert back. Large counts take the
  * two-pass form (bit-identical): an allreduce of the meta elements through
@@ -442,6 +464,12 @@ int mca_coll_offload_repsum_allreduce(mca_coll_offload_repsum_t *r, const void *
                                       struct ompi_communicator_t *comm,
                                       mca_coll_base_module_t *module,
                                       mca_coll_base_module_allreduce_fn_t self);
+/* The same for a repeat (mca_coll_offload_repsum_again): count and datatype
+ * are the memo's. */
+int mca_coll_offload_repsum_allreduce_again(mca_coll_offload_repsum_t *r, const void *sbuf,
+                                            void *rbuf, struct ompi_communicator_t *comm,
+                                            mca_coll_base_module_t *module,
+                                            mca_coll_base_module_allreduce_fn_t self);
 int mca_coll_offload_repsum_reduce(mca_coll_offload_repsum_t *r, const void *sbuf, void *rbuf,
                                    int count, struct ompi_datatype_t *dtype, int root,
                                    struct ompi_communicator_t *comm,

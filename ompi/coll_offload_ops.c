@@ -137,16 +137,14 @@ static inline int run_allreduce(mca_coll_offload_module_t *m, ofl_alg_t alg, ofl
     return run(m, OFL_COLL_ALLREDUCE, decide_allreduce_program(m, alg), call, comm);
 }
 
-int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
-                               struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                               struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+/* The allreduce after the reproducible-mode check: inlined into both entries
+ * (a call between them would cost the ordinary path a frame). */
+static inline __attribute__((always_inline)) int
+allreduce_body(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+               struct ompi_op_t *op, struct ompi_communicator_t *comm,
+               mca_coll_base_module_t *module)
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
-    if (OPAL_UNLIKELY(OFL_REPSUM_OFF != m->repsum.mode)
-        && mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm)) {
-        return mca_coll_offload_repsum_allreduce(&m->repsum, sbuf, rbuf, count, dtype, comm,
-                                                 module, mca_coll_offload_allreduce);
-    }
     if (OPAL_LIKELY(dtype == m->ar_last.dtype && op == m->ar_last.op
                     && count == m->ar_last.count)) {
         /* a repeat of the last offloaded call (0 or -1: the communicator is no longer
@@ -199,6 +197,54 @@ int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
     m->ar_last.elem = call.elem;
     m->ar_last.sig = call.sig;
     return run_allreduce(m, alg, &call, comm);
+}
+
+int mca_coll_offload_allreduce_wire(const void *sbuf, void *rbuf, int count,
+                                    struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                    struct ompi_communicator_t *comm,
+                                    mca_coll_base_module_t *module)
+{
+    return allreduce_body(sbuf, rbuf, count, dtype, op, comm, module);
+}
+
+/* Reproducible mode, not a repeat: the kind and mode checks. */
+static __attribute__((noinline)) int
+allreduce_repsum_first(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                       struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                       mca_coll_base_module_t *module)
+{
+    mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
+    if (mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm)) {
+        return mca_coll_offload_repsum_allreduce(&m->repsum, sbuf, rbuf, count, dtype, comm,
+                                                 module, mca_coll_offload_allreduce_wire);
+    }
+    return mca_coll_offload_allreduce_wire(sbuf, rbuf, count, dtype, op, comm, module);
+}
+
+/* A communicator whose mode is not off. Only tail calls: a repeat of the last
+ * reproducible call goes straight to its conversions. */
+static __attribute__((noinline)) int
+allreduce_repsum(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                 struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                 mca_coll_base_module_t *module)
+{
+    mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
+    if (OPAL_LIKELY(mca_coll_offload_repsum_again(&m->repsum, dtype, op, count))) {
+        return mca_coll_offload_repsum_allreduce_again(&m->repsum, sbuf, rbuf, comm, module,
+                                                       mca_coll_offload_allreduce_wire);
+    }
+    return allreduce_repsum_first(sbuf, rbuf, count, dtype, op, comm, module);
+}
+
+/* Only tail calls: neither path pays for the other's frame. */
+int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
+                               struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                               struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    if (OPAL_LIKELY(OFL_REPSUM_OFF == ((mca_coll_offload_module_t *) module)->repsum.mode)) {
+        return mca_coll_offload_allreduce_wire(sbuf, rbuf, count, dtype, op, comm, module);
+    }
+    return allreduce_repsum(sbuf, rbuf, count, dtype, op, comm, module);
 }
 
 static int reduce_impl(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,

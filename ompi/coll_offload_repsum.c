@@ -235,6 +235,34 @@ static int two_pass(mca_coll_offload_repsum_t *r, const void *src, void *rbuf, i
     return rc;
 }
 
+/* The one binned pass of an allreduce: convert, run `self`, convert back. */
+static inline int one_pass(mca_coll_offload_repsum_t *r, const void *src, void *rbuf, int kind,
+                           size_t n, struct ompi_communicator_t *comm,
+                           mca_coll_base_module_t *module,
+                           mca_coll_base_module_allreduce_fn_t self)
+{
+    ofl_repsum_t *w = stage(r, n * sizeof(ofl_repsum_t));
+    if (OPAL_UNLIKELY(NULL == w)) {
+        return no_memory("MPI_Allreduce", comm, n * sizeof(ofl_repsum_t));
+    }
+    int one_double = OFL_RS_DOUBLE == kind && 1 == n;
+    if (one_double) {
+        /* the most common reproducible call: no loop, no dispatch */
+        ofl_repsum_from_double1(w, *(const double *) src);
+    } else {
+        to_wire(w, src, kind, n);
+    }
+    int rc = self(MPI_IN_PLACE, w, (int) n, r->wire_type, r->wire_op, comm, module);
+    if (OPAL_LIKELY(OMPI_SUCCESS == rc)) {
+        if (one_double) {
+            *(double *) rbuf = ofl_repsum_to_double1(w);
+        } else {
+            from_wire(rbuf, w, kind, n);
+        }
+    }
+    return rc;
+}
+
 /* The layouts are those of the predefined types: contiguous, no lower bound. */
 int mca_coll_offload_repsum_allreduce(mca_coll_offload_repsum_t *r, const void *sbuf, void *rbuf,
                                       int count, struct ompi_datatype_t *dtype,
@@ -242,26 +270,62 @@ int mca_coll_offload_repsum_allreduce(mca_coll_offload_repsum_t *r, const void *
                                       mca_coll_base_module_t *module,
                                       mca_coll_base_module_allreduce_fn_t self)
 {
+    const void *src = MPI_IN_PLACE == sbuf ? rbuf : sbuf;
+    if (dtype == r->last_dtype && count == r->last_count) {
+        return one_pass(r, src, rbuf, r->last_kind, elements(r->last_kind, count), comm, module,
+                        self);
+    }
     int kind = mca_coll_offload_repsum_kind(dtype, &ompi_mpi_op_sum.op);
     size_t n = elements(kind, count);
-    const void *src = MPI_IN_PLACE == sbuf ? rbuf : sbuf;
     if (too_many(n, "MPI_Allreduce", comm)) {
         return MPI_ERR_COUNT;
     }
     if (takes_two_pass(n, comm)) {
         return two_pass(r, src, rbuf, kind, n, -1, "MPI_Allreduce", comm, module, self, NULL);
     }
-    ofl_repsum_t *w = stage(r, n * sizeof(ofl_repsum_t));
-    if (NULL == w) {
+    if (NULL == stage(r, n * sizeof(ofl_repsum_t))) {
         return no_memory("MPI_Allreduce", comm, n * sizeof(ofl_repsum_t));
     }
-    to_wire(w, src, kind, n);
-    int rc = self(MPI_IN_PLACE, w, (int) n, mca_coll_offload_repsum_type(),
-                  mca_coll_offload_repsum_op(), comm, module);
-    if (OMPI_SUCCESS == rc) {
-        from_wire(rbuf, w, kind, n);
+    /* the memo: what a repeat of this call needs, the checks above done and
+     * its staging buffer made (the buffer only grows) */
+    r->wire_type = mca_coll_offload_repsum_type();
+    r->wire_op = mca_coll_offload_repsum_op();
+    r->last_kind = kind;
+    r->last_count = count;
+    r->last_dtype = dtype;
+    return one_pass(r, src, rbuf, kind, n, comm, module, self);
+}
+
+/* A repeat of any other count or kind: out of line, so that the one double's
+ * path saves no registers for it. */
+static __attribute__((noinline)) int again_general(mca_coll_offload_repsum_t *r,
+                                                   const void *src, void *rbuf,
+                                                   struct ompi_communicator_t *comm,
+                                                   mca_coll_base_module_t *module,
+                                                   mca_coll_base_module_allreduce_fn_t self)
+{
+    return one_pass(r, src, rbuf, r->last_kind, elements(r->last_kind, r->last_count), comm,
+                    module, self);
+}
+
+int mca_coll_offload_repsum_allreduce_again(mca_coll_offload_repsum_t *r, const void *sbuf,
+                                            void *rbuf, struct ompi_communicator_t *comm,
+                                            mca_coll_base_module_t *module,
+                                            mca_coll_base_module_allreduce_fn_t self)
+{
+    const void *src = MPI_IN_PLACE == sbuf ? rbuf : sbuf;
+    if (OPAL_LIKELY(OFL_RS_DOUBLE == r->last_kind && 1 == r->last_count)) {
+        /* one double: the staging buffer holds an element since the memo was
+         * set, and nothing else is left to decide */
+        ofl_repsum_t *w = r->stage;
+        ofl_repsum_from_double1(w, *(const double *) src);
+        int rc = self(MPI_IN_PLACE, w, 1, r->wire_type, r->wire_op, comm, module);
+        if (OPAL_LIKELY(OMPI_SUCCESS == rc)) {
+            *(double *) rbuf = ofl_repsum_to_double1(w);
+        }
+        return rc;
     }
-    return rc;
+    return again_general(r, src, rbuf, comm, module, self);
 }
 
 int mca_coll_offload_repsum_reduce(mca_coll_offload_repsum_t *r, const void *sbuf, void *rbuf,
@@ -302,6 +366,8 @@ void mca_coll_offload_repsum_fini(mca_coll_offload_repsum_t *r)
     r->stage = NULL;
     r->stage_bytes = 0;
     r->mode = OFL_REPSUM_UNDECIDED;
+    r->last_dtype = NULL;
+    r->last_count = 0;
 }
 
 /*

@@ -47,8 +47,9 @@ static inline uint64_t meta_make(unsigned top, unsigned low, uint64_t flags)
     return (uint64_t) top | ((uint64_t) low << 8) | flags;
 }
 
-/* Straight from the bits: frexp and ldexp cost more than the rest together. */
-static inline void from_one(ofl_repsum_t *e, double x)
+/* Straight from the bits: frexp and ldexp cost more than the rest together.
+ * Every input: zeros, subnormals, infinities and NaN included. */
+static inline void from_general(ofl_repsum_t *e, double x)
 {
     uint64_t bits;
     memcpy(&bits, &x, sizeof(bits));
@@ -92,10 +93,29 @@ static inline void from_one(ofl_repsum_t *e, double x)
     e->meta = meta_make((unsigned) top, (unsigned) (pos / W), OFL_REPSUM_NOT_NEGZERO);
 }
 
+/* The rare inputs of ofl_repsum_from_double1 (repsum.h), which has the fast
+ * path for normal ones: every element goes through it. */
+void ofl_repsum_from_double_rare(ofl_repsum_t *out, double in)
+{
+    from_general(out, in);
+}
+
+static inline void from_one(ofl_repsum_t *e, double x)
+{
+    ofl_repsum_from_double1(e, x);
+}
+
 void ofl_repsum_from_double(ofl_repsum_t *out, const double *in, size_t count)
 {
     for (size_t i = 0; i < count; ++i) {
         from_one(&out[i], in[i]);
+    }
+}
+
+void ofl_repsum_from_double_ref(ofl_repsum_t *out, const double *in, size_t count)
+{
+    for (size_t i = 0; i < count; ++i) {
+        from_general(&out[i], in[i]);
     }
 }
 
@@ -149,12 +169,57 @@ static inline u128 element_joined(const ofl_repsum_t *e, int *neg, int *sticky, 
     return ofl_rs_join(hi, rest, x, sticky);
 }
 
+static inline double to_general(const ofl_repsum_t *e)
+{
+    int neg, sticky, x;
+    u128 u = element_joined(e, &neg, &sticky, &x);
+    return ofl_rs_to_double(e->meta & FLAGS_MASK, neg, u, sticky, x);
+}
+
+/* With |c0| at most 2^45, the value c0 2^2W + c1 2^W + c2 fits a signed 128-bit
+ * integer whatever the int64 c1 and c2, its magnitude is below 2^(2W + 46) and
+ * ofl_rs_join would not cut it: the carries of element_value and the join
+ * become three shifted adds and an absolute value, with the same u, sign and
+ * exponent for the same rounding. */
+static __attribute__((noinline, cold)) double to_rare(const ofl_repsum_t *e)
+{
+    return to_general(e);
+}
+
+static inline double to_one(const ofl_repsum_t *e)
+{
+    int64_t c0 = e->c[0];
+    if (__builtin_expect((uint64_t) c0 + (UINT64_C(1) << 45) <= (UINT64_C(1) << 46), 1)) {
+        __int128 v = (__int128) c0 * ((__int128) 1 << (2 * W))
+                     + (__int128) e->c[1] * ((__int128) 1 << W) + e->c[2];
+        int neg = v < 0;
+        u128 u = neg ? (u128) 0 - (u128) v : (u128) v;
+        int x = ((int) meta_top(e->meta) - K + 1) * W - 1074;
+        double d;
+        if (__builtin_expect(ofl_rs_to_double_normal(e->meta & FLAGS_MASK, neg, u, 0, x, &d), 1)) {
+            return d;
+        }
+    }
+    /* zeros, specials, subnormal or overflowing results, a huge top component */
+    return to_rare(e);
+}
+
 void ofl_repsum_to_double(double *out, const ofl_repsum_t *in, size_t count)
 {
     for (size_t i = 0; i < count; ++i) {
-        int neg, sticky, x;
-        u128 u = element_joined(&in[i], &neg, &sticky, &x);
-        out[i] = ofl_rs_to_double(in[i].meta & FLAGS_MASK, neg, u, sticky, x);
+        out[i] = to_one(&in[i]);
+    }
+}
+
+double ofl_repsum_to_double1(const ofl_repsum_t *in)
+{
+    return to_one(in);
+}
+
+void ofl_repsum_to_double_ref(double *out, const ofl_repsum_t *in, size_t count)
+{
+    for (size_t i = 0; i < count; ++i) {
+        out[i] = to_general(&in[i]);
     }
 }
 

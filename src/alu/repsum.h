@@ -64,6 +64,51 @@ void ofl_repsum_from_float(ofl_repsum_t *out, const float *in, size_t count);
 void ofl_repsum_to_double(double *out, const ofl_repsum_t *in, size_t count);
 void ofl_repsum_to_float(float *out, const ofl_repsum_t *in, size_t count);
 
+/* One value, without the loop: the blocking one-double call's. */
+double ofl_repsum_to_double1(const ofl_repsum_t *in);
+
+/* Zeros, subnormals, infinities and NaN: the general code, out of line. */
+void ofl_repsum_from_double_rare(ofl_repsum_t *out, double in);
+
+/*
+ * One value, inline for the common case: a normal finite input. No zero,
+ * subnormal or special to tell apart, and the implicit bit puts the top bit
+ * at lsb + 52 without a count; its bits never fall below its own bins, and the
+ * sign is applied without a branch. The same element as the general code, bit
+ * for bit (the unit tests compare them on random and edge inputs).
+ */
+static inline void ofl_repsum_from_double1(ofl_repsum_t *out, double in)
+{
+    uint64_t bits;
+    __builtin_memcpy(&bits, &in, sizeof(bits));
+    /* exponent field 1 .. 0x7fe: a normal finite value */
+    if (__builtin_expect(((bits >> 52) & 0x7ff) - 1 >= 0x7fe, 0)) {
+        ofl_repsum_from_double_rare(out, in);
+        return;
+    }
+    const int k = OFL_REPSUM_K, w = OFL_REPSUM_W;
+    const uint64_t bin = (UINT64_C(1) << OFL_REPSUM_W) - 1;
+    int pos = (int) ((bits >> 52) & 0x7ff) - 1;   /* the significand's lsb over 2^-1074 */
+    uint64_t sig = (bits & ((UINT64_C(1) << 52) - 1)) | (UINT64_C(1) << 52);
+    int top = (pos + 52) / w;
+    unsigned __int128 v = (unsigned __int128) sig << (pos - (top - k + 1) * w);   /* [28, 67] */
+    uint64_t s = (uint64_t) 0 - (bits >> 63);   /* all ones when negative: -c = (c ^ s) - s */
+    uint64_t c0 = (uint64_t) (v >> (2 * w)) & bin;
+    uint64_t c1 = (uint64_t) (v >> w) & bin, c2 = (uint64_t) v & bin;
+    out->c[0] = (int64_t) ((c0 ^ s) - s);
+    out->c[1] = (int64_t) ((c1 ^ s) - s);
+    out->c[2] = (int64_t) ((c2 ^ s) - s);
+    /* meta: top bin, lowest bin holding a nonzero input bit, "not -0.0" */
+    uint64_t low = (uint64_t) ((unsigned) (pos + __builtin_ctzll(sig)) / (unsigned) w);
+    out->meta = (uint64_t) top | (low << 8) | OFL_REPSUM_NOT_NEGZERO;
+}
+
+/* The general conversions alone, without the fast paths the ones above take
+ * for the common case (normal inputs, a top component far from overflow):
+ * the reference the unit tests compare those paths against, bit for bit. */
+void ofl_repsum_from_double_ref(ofl_repsum_t *out, const double *in, size_t count);
+void ofl_repsum_to_double_ref(double *out, const ofl_repsum_t *in, size_t count);
+
 /* The ALU kernel: out[i] = a[i] + b[i]; out may alias a or b. */
 void ofl_repsum_add(void *out, const void *a, const void *b, size_t count);
 

@@ -134,9 +134,12 @@ static inline int ofl_rs_special(uint64_t flags, double *v)
 
 /* The exact value (-1)^neg u 2^x (sticky: and a nonzero part below) with its
  * flags, as a double. */
-static inline double ofl_rs_to_double(uint64_t flags, int neg, ofl_u128 u, int sticky, int x)
+/* The common case of ofl_rs_to_double on its own, to inline where the rest
+ * would not be: 1 and *v when the result is a normal double from more than 53
+ * bits, 0 otherwise (ofl_rs_to_double then has it). */
+static inline __attribute__((always_inline)) int
+ofl_rs_to_double_normal(uint64_t flags, int neg, ofl_u128 u, int sticky, int x, double *v)
 {
-    double v;
     uint64_t uh = (uint64_t) (u >> 64), ul = (uint64_t) u;
     int lz = uh ? __builtin_clzll(uh) : 64 + __builtin_clzll(ul | 1);
     int t = 127 - lz;           /* u's top bit (0 for a zero) */
@@ -154,7 +157,16 @@ static inline double ofl_rs_to_double(uint64_t flags, int neg, ofl_u128 u, int s
         uint64_t below = 0 != ((top & 0x3ff) | (uint64_t) n) || sticky;
         uint64_t bits = ((uint64_t) (field - 1) << 52) + m + (round & (below | (m & 1)));
         bits |= (uint64_t) neg << 63;
-        memcpy(&v, &bits, sizeof(v));
+        memcpy(v, &bits, sizeof(*v));
+        return 1;
+    }
+    return 0;
+}
+
+static inline double ofl_rs_to_double(uint64_t flags, int neg, ofl_u128 u, int sticky, int x)
+{
+    double v;
+    if (ofl_rs_to_double_normal(flags, neg, u, sticky, x, &v)) {
         return v;
     }
     if (__builtin_expect(ofl_rs_special(flags, &v), 0)) {

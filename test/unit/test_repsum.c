@@ -807,6 +807,110 @@ static void test_vector_level(void)
     CHECK(0x0fc0 == m[0] && 0x8000 == m[2], "meta of -0.0 %#x, of 2^-1074 %#x", m[0], m[2]);
 }
 
+/* ---- the fast paths of the binned conversions against the general code ------ */
+
+static int same_element(const ofl_repsum_t *a, const ofl_repsum_t *b)
+{
+    return 0 == memcmp(a, b, sizeof(*a));
+}
+
+/* One input through ofl_repsum_from_double1 (inline fast path), the array
+ * conversion (fast path per element) and the general code alone: one element. */
+static void from_paths_agree(double x)
+{
+    ofl_repsum_t one, arr, ref;
+    memset(&one, 0x5a, sizeof(one));
+    ofl_repsum_from_double1(&one, x);
+    ofl_repsum_from_double(&arr, &x, 1);
+    ofl_repsum_from_double_ref(&ref, &x, 1);
+    CHECK(same_element(&one, &ref) && same_element(&arr, &ref),
+          "%a: element (%lld %lld %lld %#llx) from the fast path, (%lld %lld %lld %#llx) from "
+          "the general code", x, (long long) one.c[0], (long long) one.c[1],
+          (long long) one.c[2], (unsigned long long) one.meta, (long long) ref.c[0],
+          (long long) ref.c[1], (long long) ref.c[2], (unsigned long long) ref.meta);
+}
+
+/* One element through ofl_repsum_to_double1, the array conversion and the
+ * general code alone: the same bits. */
+static void to_paths_agree(const ofl_repsum_t *e)
+{
+    double one = ofl_repsum_to_double1(e), arr, ref;
+    ofl_repsum_to_double(&arr, e, 1);
+    ofl_repsum_to_double_ref(&ref, e, 1);
+    CHECK(same_bits(one, ref) && same_bits(arr, ref),
+          "element (%lld %lld %lld %#llx): %a from the fast path, %a from the general code",
+          (long long) e->c[0], (long long) e->c[1], (long long) e->c[2],
+          (unsigned long long) e->meta, one, ref);
+}
+
+/* A component of an element: any value a sum of up to MAX_TERMS inputs can
+ * give (|c| < 2^62), often small or next to the fast path's limit 2^45. */
+static int64_t draw_component(void)
+{
+    uint64_t b = rnd();
+    switch (rnd() % 6) {
+    case 0:
+        return (int64_t) (b % (UINT64_C(1) << 41)) - (INT64_C(1) << 40);
+    case 1:
+        return (int64_t) (b % 7) - 3;
+    case 2:
+        /* next to a power of two from the fast path's limit up */
+        return ((b & 1) ? -1 : 1)
+               * ((INT64_C(1) << (45 + (int) (rnd() % 3))) + (int64_t) (rnd() % 5) - 2);
+    case 3:
+        return (int64_t) (b >> 2) - (INT64_C(1) << 61);
+    default:
+        return (int64_t) (b % (UINT64_C(1) << 47)) - (INT64_C(1) << 46);
+    }
+}
+
+static void test_fast_paths_equal_general(void)
+{
+    /* values -> elements: random bits, every data set, the edge values */
+    for (int i = 0; i < 4000; ++i) {
+        from_paths_agree(draw_vec(i % 5));
+        from_paths_agree(draw(i % SETS));
+    }
+    for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); ++i) {
+        double d;
+        memcpy(&d, &edges[i], sizeof(d));
+        from_paths_agree(d);
+    }
+    /* elements -> values: single inputs, sums of random inputs, and made-up
+     * elements (any top bin, any flags) around the fast path's limits */
+    for (int i = 0; i < 3000; ++i) {
+        ofl_repsum_t e[MAXN];
+        double v[MAXN];
+        int n = 1 + (int) (rnd() % 64);
+        int set = (int) (rnd() % SETS);
+        for (int k = 0; k < n; ++k) {
+            v[k] = (0 == i % 3) ? draw_vec((int) (rnd() % 5)) : draw(set);
+        }
+        ofl_repsum_from_double_ref(e, v, (size_t) n);
+        to_paths_agree(&e[0]);
+        ofl_repsum_t s = tree_sum(e, n, ofl_repsum_add);
+        to_paths_agree(&s);
+    }
+    static const uint64_t flags[] = {
+        OFL_REPSUM_NOT_NEGZERO, 0, OFL_REPSUM_NAN | OFL_REPSUM_NOT_NEGZERO,
+        OFL_REPSUM_PINF | OFL_REPSUM_NOT_NEGZERO, OFL_REPSUM_NINF | OFL_REPSUM_NOT_NEGZERO,
+        OFL_REPSUM_PINF | OFL_REPSUM_NINF | OFL_REPSUM_NOT_NEGZERO,
+    };
+    for (int i = 0; i < 6000; ++i) {
+        ofl_repsum_t e;
+        e.c[0] = draw_component();
+        e.c[1] = draw_component();
+        e.c[2] = draw_component();
+        if (0 == rnd() % 8) {
+            e.c[0] = 0;   /* the top bin empty: results from the lower two */
+        }
+        uint64_t top = rnd() % OFL_REPSUM_BINS;
+        uint64_t f = flags[(rnd() % 4) ? 0 : rnd() % (sizeof(flags) / sizeof(flags[0]))];
+        e.meta = top | ((rnd() % OFL_REPSUM_BINS) << 8) | f;
+        to_paths_agree(&e);
+    }
+}
+
 /* Every vector level this CPU has, each against the reference. */
 static void test_vector_equals_reference(void)
 {
@@ -831,5 +935,6 @@ int main(void)
     test_wide_equals_binned();
     test_wide_floats_and_extremes();
     test_vector_equals_reference();
+    test_fast_paths_equal_general();
     return unit_report("test_repsum");
 }
