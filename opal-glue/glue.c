@@ -285,7 +285,7 @@ static void set_defaults(mca_coll_offload_params_t *p)
     p->ofi_fabric = (char *) "";
     p->inject = (char *) "";
     p->repsum = 0;
-    p->repsum_two_pass_min = 2048;
+    p->repsum_two_pass_min = 256;
 }
 
 static void register_vars(const mca_base_component_t *c, mca_coll_offload_params_t *p,

@@ -17,7 +17,7 @@
  *          (for np >= 3 some element differs from T), and a communicator
  *          duplicated with coll_offload_repsum=true reproducible ones.
  *
- * Counts run below and above coll_offload_repsum_two_pass_min (2048 reals by
+ * Counts run below and above coll_offload_repsum_two_pass_min (256 reals by
  * default): blocking calls above it take the two-pass form, nonblocking and
  * persistent ones the binned form, and all must give the exact sum. Data whose
  * binned sums drop bits (exponents over the whole range, NaN, infinities,
@@ -302,9 +302,9 @@ static void check_forms_agree(MPI_Comm comm, int is_float, int count, int prefix
 
 static void check_comm(MPI_Comm comm, int reproducible, const char *name)
 {
-    /* 3000 and 20000 doubles, 9000 floats, 4100 and 4500 complex values: above
-     * the two-pass crossover (2048 reals) */
-    static const int counts[] = { 1, 5, 300, 3000, 20000 };
+    /* 1, 5 and 200 doubles, 7 floats, 3 and 100 complex values: below the
+     * two-pass crossover (256 reals); the rest above it */
+    static const int counts[] = { 1, 5, 200, 300, 3000, 20000 };
     int differs = 0;
     for (int form = 0; form < F_COUNT; ++form) {
         for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); ++c) {
@@ -314,6 +314,7 @@ static void check_comm(MPI_Comm comm, int reproducible, const char *name)
         check_kind(K_FLOAT, 1000, (form_t) form, comm, reproducible, &differs);
         check_kind(K_FLOAT, 9000, (form_t) form, comm, reproducible, &differs);
         check_kind(K_CDOUBLE, 3, (form_t) form, comm, reproducible, &differs);
+        check_kind(K_CDOUBLE, 100, (form_t) form, comm, reproducible, &differs);
         check_kind(K_CDOUBLE, 700, (form_t) form, comm, reproducible, &differs);
         check_kind(K_CDOUBLE, 4100, (form_t) form, comm, reproducible, &differs);
         check_kind(K_CFLOAT, 300, (form_t) form, comm, reproducible, &differs);
@@ -321,8 +322,8 @@ static void check_comm(MPI_Comm comm, int reproducible, const char *name)
     }
     if (reproducible) {
         check_specials(comm);
-        check_forms_agree(comm, 0, 6000, 1500);
-        check_forms_agree(comm, 1, 5000, 2000);
+        check_forms_agree(comm, 0, 6000, 200);
+        check_forms_agree(comm, 1, 5000, 255);
     } else if (np >= 3) {
         /* the data do tell the two apart: ordinary sums lose the small atoms */
         int any = 0;
