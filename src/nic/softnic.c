@@ -313,7 +313,7 @@ static uint64_t sn_stamped(ofl_nic_t *b, int peer, int chan, uint64_t item)
 
 static void sn_record(ofl_nic_t *b, uint64_t callno, uint64_t sig)
 {
-    ofl_nic_record(b, callno, sig);   /* through own_records, set at attach */
+    ofl_nic_record_put(b->own_records, callno, sig);   /* set at attach */
 }
 
 static uint64_t sn_recorded(ofl_nic_t *b, int peer, uint64_t callno, uint64_t *sig)
