@@ -162,8 +162,6 @@ typedef struct {
     uint64_t board_seq;       /* board calls so far (the same count on every rank) */
     uint64_t calls;           /* collective calls since set-up, offloaded or not (the
                                  same count on every rank): call records (nic.h) */
-    ofl_nic_record_t *own_records;  /* m->nic's, when it keeps them in our memory (every
-                                       call writes one: one load less than through m->nic) */
     ofl_inst_t inst;          /* the blocking call in flight */
     void *pack;               /* staging for non-contiguous bcast layouts; grows only */
     size_t pack_bytes;
@@ -383,11 +381,7 @@ static inline int64_t mca_coll_offload_begin(mca_coll_offload_module_t *m, uint6
     ofl_mod_state_t st = __atomic_load_n(&m->state, __ATOMIC_RELAXED);
     if (OPAL_LIKELY(OFL_MOD_READY == st)) {
         uint64_t n = ++m->calls;
-        if (OPAL_LIKELY(NULL != m->own_records)) {
-            ofl_nic_record_put(m->own_records, n, sig);
-        } else {
-            ofl_nic_record(m->nic, n, sig);
-        }
+        ofl_nic_record(m->nic, n, sig);
         return (int64_t) n;
     }
     return OFL_MOD_BROKEN == st ? -1 : 0;

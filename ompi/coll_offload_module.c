@@ -48,7 +48,6 @@ void mca_coll_offload_release_nic(mca_coll_offload_module_t *m)
                            (unsigned long long) m->shm_share, __ATOMIC_RELAXED);
         m->shm_share = 0;
     }
-    m->own_records = NULL;
     if (NULL != m->nic) {
         m->nic->ops->close(m->nic);
         m->nic = NULL;

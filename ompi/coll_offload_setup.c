@@ -168,7 +168,6 @@ int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicato
         m->state = OFL_MOD_DISABLED;
         return OMPI_SUCCESS;
     }
-    m->own_records = m->nic->own_records;
     m->state = OFL_MOD_READY;
     m->board = ofl_board_fits(m->nic, 0) && m->size <= p->exchange_max_ranks;
     m->board_seq = 0;
