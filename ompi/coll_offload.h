@@ -309,7 +309,8 @@ enum {
     OFL_R_SIZE = 4,
     OFL_R_NIC = 5,
     OFL_R_POLICY = 6,
-    OFL_R_UNSET = 7
+    OFL_R_UNSET = 7,
+    OFL_R_UNORDERED = 8
 };
 /* The decision of a nonblocking or persistent call: a reduction (fills call's
  * fn, elem, count), a bcast of `bytes`, a barrier: OFL_R_OFFLOAD, or why not.
@@ -409,6 +410,11 @@ int mca_coll_offload_stage(void *stage, void *buf, int count, struct ompi_dataty
  * (then the module is ready, or falls back for good, on every rank alike) or the error
  * of a set-up this rank could not agree on. */
 int mca_coll_offload_setup_in_init(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm);
+
+/* May persistent collectives on `comm` be matched by the order of their starts (the
+ * communicator asserts mpi_assert_strict_persistent_collective_ordering, or
+ * coll_offload_persistent_ordered says every communicator does)? */
+int mca_coll_offload_persistent_ordered(struct ompi_communicator_t *comm);
 
 /* Datatype and op mapping (coll_offload_types.c). */
 void mca_coll_offload_types_init(void);

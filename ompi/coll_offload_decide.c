@@ -5,6 +5,7 @@
  */
 #include "coll_offload_decide.h"
 
+#include "opal/util/info.h"
 #include "opal/util/output.h"
 
 static const char *const reasons[] = {
@@ -17,6 +18,8 @@ static const char *const reasons[] = {
     "the size policy chose the fallback",
     "NIC not set up yet (the first blocking collective or persistent init on the "
     "communicator sets it up)",
+    "persistent starts may come in any order (MPI-4 section 6.13; see "
+    "coll_offload_persistent_ordered)",
 };
 
 static const char *const kind_prefix[OFL_KIND_COUNT] = { "", "i", "p" };
@@ -61,6 +64,28 @@ int mca_coll_offload_setup_in_init(mca_coll_offload_module_t *m, struct ompi_com
     int rc;
     (void) decide_ensure_ready(m, comm, &rc);
     return rc;
+}
+
+/* The NIC matches the calls of a communicator by the order in which each rank makes
+ * them: every call takes the next items of the shared streams. MPI-4 (section 6.13)
+ * lets ranks start persistent collectives in different orders unless the communicator
+ * carries the info assertion mpi_assert_strict_persistent_collective_ordering, so
+ * only then may a start be one more call in that order. */
+int mca_coll_offload_persistent_ordered(struct ompi_communicator_t *comm)
+{
+    if (mca_coll_offload_component.params.persistent_ordered) {
+        return 1;
+    }
+    bool asserted = false;
+    int found = 0;
+    if (NULL != comm->super.s_info
+        && OPAL_SUCCESS == opal_info_get_bool(comm->super.s_info,
+                                              (char *) "mpi_assert_strict_persistent_"
+                                                       "collective_ordering",
+                                              &asserted, &found)) {
+        return found && asserted;
+    }
+    return 0;
 }
 
 /* Segment size for a call: a handful of segments per message (per owner for the

@@ -219,6 +219,18 @@ int mca_coll_offload_ibarrier(struct ompi_communicator_t *comm, ompi_request_t *
     return rc;
 }
 
+/* Where ranks may start persistent collectives in any order (MPI-4 section 6.13), a
+ * start cannot be one more call in the communicator's order: the layer below's
+ * request is handed out as it is, and the NIC never sees its starts. */
+static inline int unordered(struct ompi_communicator_t *comm, ofl_coll_t coll, size_t bytes)
+{
+    if (OPAL_LIKELY(!mca_coll_offload_persistent_ordered(comm))) {
+        mca_coll_offload_note(OFL_KIND_PERSISTENT, coll, OFL_R_UNORDERED, bytes, comm);
+        return 1;
+    }
+    return 0;
+}
+
 /* The layer below's persistent request `inner` (made with status rc): wrapped
  * while the communicator's NIC may still run calls, whose starts the peers
  * count and compare (call records), else handed out as it is. */
@@ -253,6 +265,11 @@ int mca_coll_offload_allreduce_init(const void *sbuf, void *rbuf, int count,
         return mca_coll_offload_repsum_request(0, 1, sbuf, rbuf, count, dtype, 0, comm,
                                                info, request, &m->repsum_self);
     }
+    if (unordered(comm, OFL_COLL_ALLREDUCE, (size_t) count * dtype->super.size)) {
+        return m->below.allreduce_init(sbuf, rbuf, count, dtype,
+                                       mca_coll_offload_below_op(dtype, op), comm, info, request,
+                                       m->below.allreduce_init_module);
+    }
     int why;
     int rc = reduction(m, comm, OFL_REQ_PERSISTENT, OFL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype,
                        op, 0, request, &why);
@@ -286,6 +303,10 @@ int mca_coll_offload_reduce_init(const void *sbuf, void *rbuf, int count,
         return mca_coll_offload_repsum_request(1, 1, sbuf, rbuf, count, dtype, root, comm,
                                                info, request, &m->repsum_self);
     }
+    if (unordered(comm, OFL_COLL_REDUCE, (size_t) count * dtype->super.size)) {
+        return m->below.reduce_init(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
+                                    root, comm, info, request, m->below.reduce_init_module);
+    }
     int why;
     int rc = reduction(m, comm, OFL_REQ_PERSISTENT, OFL_COLL_REDUCE, sbuf, rbuf, count, dtype, op,
                        root, request, &why);
@@ -313,6 +334,10 @@ int mca_coll_offload_bcast_init(void *buf, int count, struct ompi_datatype_t *dt
                                 ompi_request_t **request, mca_coll_base_module_t *module)
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
+    if (unordered(comm, OFL_COLL_BCAST, (size_t) count * dtype->super.size)) {
+        return m->below.bcast_init(buf, count, dtype, root, comm, info, request,
+                                   m->below.bcast_init_module);
+    }
     int why;
     int rc = bcast(m, comm, OFL_REQ_PERSISTENT, buf, count, dtype, root, request, &why);
     if (OFL_R_UNSET == why) {
@@ -336,6 +361,9 @@ int mca_coll_offload_barrier_init(struct ompi_communicator_t *comm, struct ompi_
                                   ompi_request_t **request, mca_coll_base_module_t *module)
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
+    if (unordered(comm, OFL_COLL_BARRIER, 0)) {
+        return m->below.barrier_init(comm, info, request, m->below.barrier_init_module);
+    }
     int why;
     int rc = barrier(m, comm, OFL_REQ_PERSISTENT, request, &why);
     if (OFL_R_UNSET == why) {

@@ -169,6 +169,14 @@ static const glue_var_t late_vars[] = {
       "Start a progress agent thread (one per process) at the first nonblocking or "
       "persistent collective, so those progress while the application computes; "
       "0: they progress only inside MPI calls" },
+    { "persistent_ordered", VAR_INT, OPAL_INFO_LVL_4, PARAM(persistent_ordered),
+      "1: assume that on every communicator all ranks start their persistent collectives "
+      "in the same order, as the communicator info key "
+      "mpi_assert_strict_persistent_collective_ordering=true asserts for one "
+      "communicator; then persistent collectives run on the NIC. 0: MPI-4 lets ranks "
+      "start them in different orders, so persistent collectives go to the layer below "
+      "unless the communicator carries that key (Open MPI 4.1 cannot: its info keys are "
+      "limited to 35 characters)" },
     { "agent_bind", VAR_INT, OPAL_INFO_LVL_6, PARAM(agent_bind),
       "1: bind the progress agent to a core that no rank on the node is bound to, when "
       "there is one, otherwise let it run on any core; 0: leave it where it started "
@@ -286,6 +294,7 @@ static void set_defaults(mca_coll_offload_params_t *p)
     p->inject = (char *) "";
     p->repsum = 0;
     p->repsum_two_pass_min = 256;
+    p->persistent_ordered = 0;
 }
 
 static void register_vars(const mca_base_component_t *c, mca_coll_offload_params_t *p,

@@ -54,6 +54,7 @@ typedef struct {
                                            the call records above this many bytes */
     int repsum;                         /* reproducible float sums (info key overrides) */
     int repsum_two_pass_min;            /* reals from which blocking ones take two passes */
+    int persistent_ordered;             /* persistent starts come in init order everywhere */
 } mca_coll_offload_params_t;
 
 /* The component's help file, for opal_show_help: its startup warnings are

@@ -710,6 +710,25 @@ static int offloaded_here(void)
     return t_opt.expect_offload && np > 1;
 }
 
+/* Does coll/offload run persistent collectives itself? Only where their starts
+ * may be matched by order (coll_offload_persistent_ordered, or the communicator's
+ * mpi_assert_strict_persistent_collective_ordering); else they are the layer
+ * below's (MPI-4 lets ranks start them in any order). */
+static int p_ordered;
+
+static int p_offloaded(void)
+{
+    return offloaded_here() && p_ordered;
+}
+
+/* The persistent counters: offloaded ones count starts; those handed down because
+ * starts may come in any order count their inits (the starts are the layer below's). */
+static void p_expect(snap_t a, snap_t b, int coll, unsigned long long starts,
+                     unsigned long long inits, const char *what)
+{
+    expect_count(a, b, K_P, coll, !p_ordered, p_ordered ? starts : inits, what);
+}
+
 static void test_free_cancel(void)
 {
     int rounds = t_opt.quick ? 50 : 200;
@@ -809,8 +828,8 @@ static void test_persistent(void)
     t_check(0 == bad && MPI_REQUEST_NULL != r[0], "%d x MPI_Start of persistent allreduces: %d "
             "wrong (handle %s)", iters, bad, MPI_REQUEST_NULL != r[0] ? "kept" : "lost");
     snap_t b = snap();
-    expect_count(a, b, K_P, C_ALLREDUCE, 0, (unsigned long long) (iters + (iters + 9) / 10),
-                 "persistent allreduce starts");
+    p_expect(a, b, C_ALLREDUCE, (unsigned long long) (iters + (iters + 9) / 10), 2,
+             "persistent allreduce starts");
 
     /* Inactive after completion: Test says done at once, Wait returns at once. */
     int flag = 0;
@@ -862,13 +881,12 @@ static void test_persistent(void)
     t_check(0 == bad, "%d rounds of MPI_Startall(bcast, reduce, barrier) + allreduce: %d wrong",
             rounds, bad);
     b = snap();
-    expect_count(a, b, K_P, C_BCAST, 0, (unsigned long long) rounds, "persistent bcast starts");
-    expect_count(a, b, K_P, C_REDUCE, 0, (unsigned long long) rounds, "persistent reduce starts");
-    expect_count(a, b, K_P, C_BARRIER, 0, (unsigned long long) rounds,
-                 "persistent barrier starts");
+    p_expect(a, b, C_BCAST, (unsigned long long) rounds, 1, "persistent bcast starts");
+    p_expect(a, b, C_REDUCE, (unsigned long long) rounds, 1, "persistent reduce starts");
+    p_expect(a, b, C_BARRIER, (unsigned long long) rounds, 1, "persistent barrier starts");
 
     /* Freed while active: the operation still completes. */
-    if (offloaded_here()) {
+    if (p_offloaded()) {
         for (int i = 0; i < 3; i++) {
             rin[i] = ival(me, 4242, i);
             rout[i] = -1;
@@ -932,11 +950,11 @@ static void test_persistent_early(void)
                 phase ? "after the first blocking collective" : "before it", bad, PHASE);
         snap_t b = snap();
         for (int coll = 0; coll < C_N; coll++) {
-            expect_count(a, b, K_P, coll, 0, PHASE,
+            p_expect(a, b, coll, PHASE, 0,
                          phase ? "early persistent request after set-up"
                                : "early persistent request before set-up");
         }
-        if (0 == phase) {
+        if (0 == phase && p_offloaded()) {
             /* One freed while it runs: the operation completes. */
             int gin = ival(me, 77, 0), gout = -1;
             rc = MPI_Allreduce_init(&gin, &gout, 1, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &gone);
@@ -1010,6 +1028,73 @@ static void test_persistent_one_rank(void)
         t_check_rc(MPI_Request_free(&q[k]), "MPI_Request_free (one-rank persistent)");
     }
     t_check_rc(MPI_Comm_free(&c), "MPI_Comm_free");
+}
+
+/* MPI-4 section 6.13: unless the communicator asserts
+ * mpi_assert_strict_persistent_collective_ordering, ranks may start persistent
+ * collectives in different orders (MPICH's p_order does). Every rank starts a
+ * bcast, a reduce, an allreduce and a barrier one at a time in an order of its own
+ * (rotated by rank and round, reversed on odd ranks), then waits for all four; an
+ * offloaded blocking allreduce on the same communicator follows each round. */
+static void test_persistent_any_order(void)
+{
+    if (p_ordered) {
+        t_note("  (persistent starts in different orders: skipped, since "
+               "coll_offload_persistent_ordered=1 asserts one order)\n");
+        return;
+    }
+    MPI_Comm c;
+    t_check_rc(MPI_Comm_dup(MPI_COMM_WORLD, &c), "MPI_Comm_dup");
+    t_check_rc(MPI_Barrier(c), "MPI_Barrier");   /* sets the NIC up */
+    enum { BC = 3000, N = 3 };
+    int rounds = t_opt.quick ? 20 : 100;
+    int rin[N], rout[N], ain[N], aout[N], *bcb = malloc(sizeof(int) * BC);
+    int broot = np - 1, rroot = np / 2;
+    MPI_Request q[4];
+    snap_t a = snap();
+    int rc = MPI_Bcast_init(bcb, BC, MPI_INT, broot, c, MPI_INFO_NULL, &q[0]);
+    rc |= MPI_Reduce_init(rin, rout, N, MPI_INT, MPI_SUM, rroot, c, MPI_INFO_NULL, &q[1]);
+    rc |= MPI_Allreduce_init(ain, aout, N, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &q[2]);
+    rc |= MPI_Barrier_init(c, MPI_INFO_NULL, &q[3]);
+    t_check_rc(rc, "MPI_{Bcast,Reduce,Allreduce,Barrier}_init");
+    int bad = 0, bad_blocking = 0;
+    for (int it = 0; it < rounds; it++) {
+        for (int i = 0; i < N; i++) {
+            rin[i] = ain[i] = ival(me, it, i);
+            rout[i] = aout[i] = -1;
+        }
+        for (int i = 0; i < BC; i++) {
+            bcb[i] = me == broot ? ival(broot, it, i) : -1;
+        }
+        rc = MPI_SUCCESS;
+        for (int j = 0; j < 4; j++) {
+            int k = (me + it + j) % 4;
+            rc |= MPI_Start(&q[me % 2 ? 3 - k : k]);
+        }
+        rc |= MPI_Waitall(4, q, MPI_STATUSES_IGNORE);
+        int ok = MPI_SUCCESS == rc && check_sum(aout, it, N) < 0
+                 && (me != rroot || check_sum(rout, it, N) < 0);
+        for (int i = 0; i < BC && ok; i++) {
+            ok = bcb[i] == ival(broot, it, i);
+        }
+        bad += !ok;
+        int x = ival(me, 1000 + it, 0), y = -1;
+        rc = MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, c);
+        bad_blocking += MPI_SUCCESS != rc || check_sum(&y, 1000 + it, 1) >= 0;
+    }
+    t_check(0 == bad, "%d rounds of persistent bcast, reduce, allreduce, barrier started in "
+            "rank-dependent orders: %d wrong", rounds, bad);
+    t_check(0 == bad_blocking, "blocking allreduces between those rounds: %d of %d wrong",
+            bad_blocking, rounds);
+    snap_t b = snap();
+    for (int coll = 0; coll < C_N; coll++) {
+        p_expect(a, b, coll, (unsigned long long) rounds, 1, "persistent starts in any order");
+    }
+    for (int k = 0; k < 4; k++) {
+        t_check_rc(MPI_Request_free(&q[k]), "MPI_Request_free (persistent)");
+    }
+    t_check_rc(MPI_Comm_free(&c), "MPI_Comm_free");
+    free(bcb);
 }
 
 /* ---- (f) progress without the host ----------------------------------------------- */
@@ -1252,7 +1337,10 @@ int main(int argc, char **argv)
             t_check(flat[i].found, "performance variable %s not found", flat[i].name);
         }
     }
-    t_note("t_nb: %d ranks%s\n", np, t_opt.expect_offload ? ", --expect-offload" : "");
+    unsigned long long ordered = 0;
+    p_ordered = t_cvar_read_ull("coll_offload_persistent_ordered", &ordered) && ordered;
+    t_note("t_nb: %d ranks%s%s\n", np, t_opt.expect_offload ? ", --expect-offload" : "",
+           p_ordered ? ", persistent starts in one order" : "");
     /* coll/offload sets a communicator up in its first blocking collective;
      * until then nonblocking calls go to the fallback. */
     MPI_Barrier(MPI_COMM_WORLD);
@@ -1279,6 +1367,7 @@ int main(int argc, char **argv)
     test_persistent();
     test_persistent_early();
     test_persistent_one_rank();
+    test_persistent_any_order();
     t_section_end();
     t_section_begin("(f) progress without the host");
     test_no_host();
