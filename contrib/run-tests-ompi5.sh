@@ -60,25 +60,58 @@ if ! ls -d "$root"/build/ompi-src/openmpi-5* >/dev/null 2>&1; then
 fi
 src=$(cd "$root" && ls -d build/ompi-src/openmpi-5* | head -1)
 
-# This tree as git tracks it (plus local changes), built from scratch there.
+# This tree as git tracks it (plus local changes), built from scratch there and
+# installed as a user installs it (make install into Open MPI's component
+# directory), after undoing what an earlier run's install changed, so that the
+# runs below find the component the way a user's mpirun does, with nothing set.
 rm -rf "$root/build/coll-offload" "$root/build/inst"
 mkdir -p "$root/build/coll-offload"
 (cd "$top" && git ls-files -z | xargs -0 tar -cf - 2>/dev/null) | tar -xf - -C "$root/build/coll-offload" \
     || fail "cannot copy the tree"
+chroot "$root" sh /build/coll-offload/contrib/pmix-params.sh uninstall "" >/dev/null 2>&1
+pkglibdir=$(chroot "$root" ompi_info --path pkglibdir 2>/dev/null | sed -n 's/.*Pkglibdir: *//p')
+rm -f "$root$pkglibdir/mca_coll_offload.so"
 echo "ompi5: $(chroot "$root" ompi_info --version 2>/dev/null | head -1), headers from /$src"
 chroot "$root" sh -c "cd /build/coll-offload && ./autogen.sh >/dev/null 2>&1 \
-    && ./configure -q --with-ompi-extra-headers=/$src --with-component-dir=/build/inst \
+    && ./configure -q --with-ompi-extra-headers=/$src \
     && make -j\$(nproc) -s && make -s install" > /tmp/ofl-ompi5-build.log 2>&1 \
     || { tail -20 /tmp/ofl-ompi5-build.log; fail "build against Open MPI 5"; }
+grep -a "^coll/offload:" /tmp/ofl-ompi5-build.log | sed 's/^/ompi5: /'
 
 echo "== unit tests (Open MPI 5 root)"
 chroot "$root" sh -c "cd /build/coll-offload && make -s check" > /tmp/ofl-ompi5-unit.log 2>&1
 tally_unit "$root/build/coll-offload/test/unit/test-suite.log" /tmp/ofl-ompi5-unit.log
 
+echo "== selection by a plain mpirun (Open MPI 5 root)"
+# mpirun as a user types it, by priority and by an explicit list: the component
+# must be found and used without any environment variable.
+printf '%s\n' '#include <mpi.h>' '#include <stdio.h>' \
+    'int main(int argc, char **argv)' '{' '    int x = 1, y = 0, size;' \
+    '    MPI_Init(&argc, &argv);' '    MPI_Comm_size(MPI_COMM_WORLD, &size);' \
+    '    MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);' \
+    '    printf("sum %d of %d\\n", y, size);' '    MPI_Finalize();' '    return 0;' '}' \
+    > "$root/build/select.c"
+sel_pass=0
+sel_fail=0
+chroot "$root" mpicc -o /build/select /build/select.c >/dev/null 2>&1 || sel_fail=1
+for how in "" "--mca coll offload,tuned,libnbc,basic,inter,self"; do
+    # shellcheck disable=SC2086  # $how is meant to be split
+    out=$(chroot "$root" env -u OMPI_MCA_mca_base_component_path OMPI_ALLOW_RUN_AS_ROOT=1 \
+        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun --oversubscribe -np 2 $how \
+        --mca coll_offload_verbose 1 /build/select 2>&1)
+    if echo "$out" | grep -q "software NIC ready" && echo "$out" | grep -q "^sum 2 of 2"; then
+        echo "[ ok ]   mpirun -np 2 ${how:-(by priority)}: coll/offload selected, right sum"
+        sel_pass=$((sel_pass + 1))
+    else
+        echo "[FAIL]   mpirun -np 2 ${how:-(by priority)}: coll/offload not used"
+        echo "$out" | head -5 | sed 's/^/         /'
+        sel_fail=$((sel_fail + 1))
+    fi
+done
+tally_add "$sel_pass passed, $sel_fail failed"
+
 echo "== MPI tests (Open MPI 5 root)"
-tally_part chroot "$root" env OMPI_MCA_mca_base_component_path="$(chroot "$root" sh -c \
-        "ompi_info --path pkglibdir 2>/dev/null" | sed -n 's/.*Pkglibdir: *//p'):/build/inst" \
-    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 EXPECT_OFFLOAD=1 \
-    COLL_SELECTION="--mca op ^avx" SUITE=${OMPI5_SUITE:-node} \
+tally_part chroot "$root" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    EXPECT_OFFLOAD=1 COLL_SELECTION="--mca op ^avx" SUITE=${OMPI5_SUITE:-node} \
     bash /build/coll-offload/test/mpi/run.sh /build/coll-offload/test/mpi
 tally_end
