@@ -27,12 +27,20 @@ void mca_coll_offload_report(mca_coll_offload_module_t *m, const char *what,
         if (0 != sig_a && 0 != sig_b) {
             ofl_sig_describe(sig_a, sig_b, diff, sizeof(diff));
         }
+        /* Different collectives at the same place in the ranks' sequences of calls:
+         * calls out of order, even where the layer below happens to match such
+         * calls by other means (libnbc's tags apart from tuned's). */
+        const char *rule = 0 != sig_a && 0 != sig_b && ofl_sig_other_coll(sig_a, sig_b)
+                               ? "; MPI-4.0 section 6.12: all processes must call collective "
+                                 "operations, blocking and nonblocking, in the same order "
+                                 "per communicator"
+                               : "";
         opal_output(0,
                     "coll:offload: %s on communicator %s (cid %u) rank %d: argument mismatch "
-                    "between ranks %d and %d (%s differ: an erroneous program); returning "
+                    "between ranks %d and %d (%s differ: an erroneous program%s); returning "
                     "MPI_ERR_ARG; later collectives on this communicator fail",
                     what, comm->c_name, OFL_COMM_CID(comm), m->rank, a < b ? a : b,
-                    a < b ? b : a, diff);
+                    a < b ? b : a, diff, rule);
     } else if (OFL_WAIT_FAILED == st && -EPROTO == error) {
         opal_output(0,
                     "coll:offload: %s on communicator %s (cid %u) rank %d: a value a peer "

@@ -63,6 +63,12 @@ static inline uint64_t ofl_sig_word_callno(uint64_t word)
     return word >> 40;
 }
 
+/* Do two signatures name different collectives? */
+static inline int ofl_sig_other_coll(uint64_t a, uint64_t b)
+{
+    return 0 != ((a ^ b) & 0x3ull);
+}
+
 /* Which fields of two full signatures differ, in words ("op, count"), into buf. */
 static inline void ofl_sig_describe(uint64_t a, uint64_t b, char *buf, size_t len)
 {
