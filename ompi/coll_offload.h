@@ -159,7 +159,7 @@ typedef struct {
         size_t elem;
         uint64_t sig;
     } ar_last;
-    uint64_t board_seq;       /* board calls so far (the same count on every rank) */
+    ofl_board_state_t board_state;  /* board calls so far (the same on every rank) */
     uint64_t calls;           /* collective calls since set-up, offloaded or not (the
                                  same count on every rank): call records (nic.h) */
     ofl_inst_t inst;          /* the blocking call in flight */

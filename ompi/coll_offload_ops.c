@@ -59,13 +59,14 @@ static inline void offload_note(ofl_coll_t coll, const ofl_call_t *call, const c
 /* Nonblocking calls are outstanding: a blocking call (program or board) queues
  * behind them and runs under the executor lock (coll_offload_queue.c). */
 static int run_queued(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_t *prog,
-                      const ofl_call_t *call, int board, struct ompi_communicator_t *comm)
+                      const ofl_call_t *call, int board, int root,
+                      struct ompi_communicator_t *comm)
 {
     int who = -1, cnt = OFL_CNT_DATA * OFL_CHANNELS, error = 0;
     uint64_t have = 0;
     int64_t need = 0;
-    ofl_wait_status_t st = mca_coll_offload_queue_blocking(m, prog, call, board, &who, &cnt,
-                                                           &have, &need, &error);
+    ofl_wait_status_t st = mca_coll_offload_queue_blocking(m, prog, call, board, root, &who,
+                                                           &cnt, &have, &need, &error);
     if (OPAL_LIKELY(OFL_WAIT_OK == st)) {
         return OMPI_SUCCESS;
     }
@@ -80,7 +81,7 @@ static int run(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_
     offload_note(coll, call, "", comm);
     call->seg_bytes = mca_coll_offload_segment(prog, call->count * call->elem);
     if (OPAL_UNLIKELY(0 != __atomic_load_n(&m->nactive, __ATOMIC_ACQUIRE))) {
-        return run_queued(m, coll, prog, call, 0, comm);
+        return run_queued(m, coll, prog, call, 0, 0, comm);
     }
     int who = -1, cnt = OFL_CNT_DATA * OFL_CHANNELS, peer = -1;
     uint64_t have = 0;
@@ -101,22 +102,24 @@ static int run(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_
 }
 
 /* A blocking allreduce, reduce, bcast or barrier on the board (engine/board.h):
- * every rank posts its payload and combines everybody's (a reduce keeps the
- * result at the root only; a bcast is an OR of the root's bytes with zeros). */
-static int run_board(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_call_t *call,
-                     struct ompi_communicator_t *comm)
+ * an allreduce or a barrier waits for every rank; a reduce only at its root, for
+ * the others' payloads; a bcast only at the others, for the root's. */
+static int run_board(mca_coll_offload_module_t *m, ofl_coll_t coll, ofl_board_kind_t kind,
+                     int root, const ofl_call_t *call, struct ompi_communicator_t *comm)
 {
     offload_note(coll, call, " (board)", comm);
     if (OPAL_UNLIKELY(0 != __atomic_load_n(&m->nactive, __ATOMIC_ACQUIRE))) {
         /* a board call may post only once those are done (board.h) */
-        return run_queued(m, coll, NULL, call, 1, comm);
+        return run_queued(m, coll, NULL, call, 1 + (int) kind, root, comm);
     }
     int peer = -1;
-    uint64_t seq = ++m->board_seq;
     ofl_board_call_t c;
-    ofl_board_prepare(&c, m->nic, seq, call->send, call->recv, call->count, call->elem,
+    ofl_board_prepare(&c, m->nic, 0, call->send, call->recv, call->count, call->elem,
                       call->fn);
+    ofl_board_rooted(&c, kind, root);
     ofl_board_sign(&c, call->sig, call->callno);
+    ofl_board_number(&m->board_state, &c);
+    uint64_t seq = c.seq;
     ofl_wait_status_t st = ofl_board_run(&c, &m->wait_opts, &peer);
     if (OPAL_LIKELY(OFL_WAIT_OK == st)) {
         return OMPI_SUCCESS;
@@ -132,7 +135,7 @@ static inline int run_allreduce(mca_coll_offload_module_t *m, ofl_alg_t alg, ofl
                                 struct ompi_communicator_t *comm)
 {
     if (mca_coll_offload_board_takes(m, alg, call->count * call->elem)) {
-        return run_board(m, OFL_COLL_ALLREDUCE, call, comm);
+        return run_board(m, OFL_COLL_ALLREDUCE, OFL_BOARD_ALL, 0, call, comm);
     }
     return run(m, OFL_COLL_ALLREDUCE, decide_allreduce_program(m, alg), call, comm);
 }
@@ -302,10 +305,7 @@ static int reduce_impl(const void *sbuf, void *rbuf, int count, struct ompi_data
     call.send = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf;
     call.recv = rbuf;
     if (mca_coll_offload_board_takes(m, alg, call.count * call.elem)) {
-        if (m->rank != root) {
-            call.recv = m->board_scratch;   /* rbuf is not significant here */
-        }
-        return run_board(m, OFL_COLL_REDUCE, &call, comm);
+        return run_board(m, OFL_COLL_REDUCE, OFL_BOARD_REDUCE, root, &call, comm);
     }
     return run(m, OFL_COLL_REDUCE, &m->reduce[root], &call, comm);
 }
@@ -332,13 +332,12 @@ int mca_coll_offload_reduce_node(const void *sbuf, void *rbuf, int count,
     return reduce_impl(sbuf, rbuf, count, dtype, op, root, comm, module, 1);
 }
 
-/* A bcast small enough for the board: the root's bytes ORed with everybody
- * else's zeros, which every rank reads from the lines, as a reduction would. */
+/* A bcast small enough for the board: the root posts its bytes, the others copy
+ * them from its lines. */
 static int bcast_board(mca_coll_offload_module_t *m, void *buf, int count,
                        struct ompi_datatype_t *dtype, int root, int staged, ofl_call_t *call,
                        struct ompi_communicator_t *comm)
 {
-    static const unsigned char zeros[OFL_BOARD_MAX_LINES * OFL_BOARD_LINE_BYTES];
     size_t bytes = call->count;
     unsigned char *data = m->board_scratch;
     if (!staged) {
@@ -349,10 +348,9 @@ static int bcast_board(mca_coll_offload_module_t *m, void *buf, int count,
         return mca_coll_offload_fail_here(m, comm, "MPI_Bcast", "packing the root's data failed",
                                           OMPI_ERROR);
     }
-    call->fn = ofl_alu_lookup(OFL_OP_BOR, OFL_T_UINT8);
-    call->send = m->rank == root ? (const void *) data : (const void *) zeros;
+    call->send = data;
     call->recv = data;
-    int rc = run_board(m, OFL_COLL_BCAST, call, comm);
+    int rc = run_board(m, OFL_COLL_BCAST, OFL_BOARD_BCAST, root, call, comm);
     if (OMPI_SUCCESS == rc && staged && m->rank != root
         && 0 != mca_coll_offload_stage(data, buf, count, dtype, bytes, 0)) {
         return OMPI_ERROR;
@@ -460,7 +458,7 @@ int mca_coll_offload_barrier(struct ompi_communicator_t *comm, mca_coll_base_mod
     ofl_call_t call = { .send = NULL, .recv = NULL, .fn = NULL, .elem = 1, .count = 0,
                         .sig = sig, .callno = (uint64_t) callno };
     if (mca_coll_offload_board_takes(m, alg, 0)) {
-        return run_board(m, OFL_COLL_BARRIER, &call, comm);
+        return run_board(m, OFL_COLL_BARRIER, OFL_BOARD_ALL, 0, &call, comm);
     }
     return run(m, OFL_COLL_BARRIER, decide_barrier_program(m, alg), &call, comm);
 }

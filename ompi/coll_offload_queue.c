@@ -62,9 +62,13 @@ static inline void call_post(mca_coll_offload_module_t *m, mca_coll_offload_qcal
                              const ofl_program_t *prog, const ofl_call_t *call)
 {
     if (qc->board) {
-        ofl_board_prepare(&qc->bc, m->nic, ++m->board_seq, call->send, call->recv,
-                          call->count, call->elem, call->fn);
+        ofl_board_prepare(&qc->bc, m->nic, 0, call->send, call->recv, call->count,
+                          call->elem, call->fn);
+        if (qc->board > 1) {
+            ofl_board_rooted(&qc->bc, (ofl_board_kind_t) (qc->board - 1), qc->board_root);
+        }
         ofl_board_sign(&qc->bc, call->sig, call->callno);
+        ofl_board_number(&m->board_state, &qc->bc);
     } else {
         ofl_engine_post(&qc->inst, prog, m->nic, &m->edges, call);
     }
@@ -74,7 +78,7 @@ static inline void call_post(mca_coll_offload_module_t *m, mca_coll_offload_qcal
 static inline uint64_t call_mark(const mca_coll_offload_qcall_t *qc)
 {
     if (qc->board) {
-        return (uint64_t) (qc->bc.posted + qc->bc.missing);
+        return (uint64_t) (qc->bc.posted + qc->bc.got + qc->bc.flow + qc->bc.missing);
     }
     uint64_t s = 0;
     for (int q = 0; q < OFL_PROG_MAX_QUEUES; ++q) {
@@ -485,8 +489,8 @@ int mca_coll_offload_queue_board_repost(mca_coll_offload_module_t *m,
     /* Only the call number changes from start to start. */
     qc->status = OFL_WAIT_OK;
     qc->done = 0;
-    ofl_board_rearm(&qc->bc, ++m->board_seq);
     ofl_board_sign(&qc->bc, call->sig, call->callno);
+    ofl_board_rearm(&m->board_state, &qc->bc);
     return board_first(m, qc);
 }
 
@@ -494,12 +498,13 @@ int mca_coll_offload_queue_board_repost(mca_coll_offload_module_t *m,
 
 ofl_wait_status_t mca_coll_offload_queue_blocking(mca_coll_offload_module_t *m,
                                                   const ofl_program_t *prog,
-                                                  const ofl_call_t *call, int board, int *peer,
-                                                  int *cnt, uint64_t *have, int64_t *need,
-                                                  int *error)
+                                                  const ofl_call_t *call, int board,
+                                                  int board_root, int *peer, int *cnt,
+                                                  uint64_t *have, int64_t *need, int *error)
 {
     mca_coll_offload_qcall_t *qc = m->blocking_call;
     qc->board = board;
+    qc->board_root = board_root;
     mca_coll_offload_queue_post(m, qc, prog, call);
     unsigned spin = ofl_glue_spin_before_yield(&mca_coll_offload_component.params);
     for (unsigned long iter = 1;; ++iter) {

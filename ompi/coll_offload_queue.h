@@ -33,10 +33,11 @@
 typedef struct mca_coll_offload_qcall {
     ofl_inst_t inst;
     /* A board call (engine/board.h) instead of a program instance: small
-     * allreduces and barriers whose policy says board. Posted only when it
-     * heads the module's run list, i.e. once every earlier call is done, as
-     * the board requires. */
+     * calls whose policy says board. Posted only when it heads the module's
+     * run list, i.e. once every earlier call is done, as the board requires.
+     * 0: a program; else 1 + its ofl_board_kind_t, and its root. */
     int board;
+    int board_root;
     ofl_board_call_t bc;
     struct mca_coll_offload_qcall *next;   /* incoming stack, run list, done lists */
     int blocking;             /* a blocking call: its caller waits for `done` */
@@ -76,14 +77,15 @@ int mca_coll_offload_queue_board_repost(mca_coll_offload_module_t *m,
                                         mca_coll_offload_qcall_t *qc, const ofl_call_t *call);
 
 /* A blocking call on a module with calls outstanding: queue it behind them and
- * execute until it is done (`board`: a board call, prog unused). Returns the
+ * execute until it is done (`board`: a board call as in
+ * mca_coll_offload_qcall_t, prog unused). Returns the
  * wait status; on a failure *peer and the blocker (*cnt, *have, *need) describe
  * what it waited for. */
 ofl_wait_status_t mca_coll_offload_queue_blocking(mca_coll_offload_module_t *m,
                                                   const ofl_program_t *prog,
-                                                  const ofl_call_t *call, int board, int *peer,
-                                                  int *cnt, uint64_t *have, int64_t *need,
-                                                  int *error);
+                                                  const ofl_call_t *call, int board,
+                                                  int board_root, int *peer, int *cnt,
+                                                  uint64_t *have, int64_t *need, int *error);
 
 /* An application thread inside MPI (the opal_progress callback): execute a
  * round unless the agent is at it, and hand back in *done the nonblocking calls

@@ -170,7 +170,7 @@ int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicato
     }
     m->state = OFL_MOD_READY;
     m->board = ofl_board_fits(m->nic, 0) && m->size <= p->exchange_max_ranks;
-    m->board_seq = 0;
+    memset(&m->board_state, 0, sizeof(m->board_state));
     m->wait_opts = ofl_glue_wait_opts(p);
     if (p->verbose >= 50) {
         dump_programs(m, comm);

@@ -1,5 +1,5 @@
 /*
- * coll/offload — small allreduces and barriers on the board (see board.h).
+ * coll/offload — small collectives on the board (see board.h).
  */
 #include "engine/board.h"
 
@@ -16,12 +16,42 @@ void ofl_board_prepare(ofl_board_call_t *c, ofl_nic_t *nic, uint64_t seq, const 
     c->count = count;
     c->elem = elem;
     c->fn = fn;
+    c->kind = OFL_BOARD_ALL;
+    c->root = 0;
+    c->before[0].kind = -1;
+    c->before[1].kind = -1;
     c->posted = 0;
+    c->got = 0;
+    c->flow = 0;
     c->missing = 0;
     c->error = 0;
     c->sig = 0;
     c->tag = 0;
     c->callno = 0;
+}
+
+void ofl_board_number(ofl_board_state_t *st, ofl_board_call_t *c)
+{
+    uint64_t seq = ++st->seq;
+    ofl_board_past_t *prev = &st->past[(seq - 1) & 1], *prev2 = &st->past[seq & 1];
+    c->seq = seq;
+    c->before[0] = *prev;
+    c->before[1] = *prev2;
+    if (seq < 2) {
+        c->before[0].kind = -1;
+    }
+    if (seq < 3) {
+        c->before[1].kind = -1;
+    }
+    *prev2 = (ofl_board_past_t) { .kind = c->kind, .root = c->root, .tag = c->tag,
+                                  .sig = c->sig, .callno = c->callno };
+}
+
+/* Does `rank` write its line of a call of this kind only at the end (it only
+ * receives)? */
+static inline int acknowledges(int kind, int root, int rank)
+{
+    return (OFL_BOARD_REDUCE == kind && rank == root) || (OFL_BOARD_BCAST == kind && rank != root);
 }
 
 /* A peer's call differs from ours: say so on the NIC, where every rank's
@@ -38,25 +68,180 @@ static void report_mismatch(ofl_nic_t *nic, uint64_t sig, uint64_t callno, int p
     }
 }
 
-/* Collect the payloads in rank order; 1 once all are there, -1 on a corrupt
- * line or a peer whose call differs (c->error). */
+/* Which ranks read this rank's line of call seq - 2 (the one it is about to
+ * rewrite), unless what this rank saw since says they are done with it: 1 for
+ * every other rank, 0 for none, 2 for before[1]'s root only. */
+static int readers(const ofl_board_call_t *c)
+{
+    const ofl_board_past_t *p1 = &c->before[0], *p2 = &c->before[1];
+    int me = c->nic->rank;
+    int every = 0;
+    switch (p2->kind) {
+    case OFL_BOARD_ALL:
+        every = 1;
+        break;
+    case OFL_BOARD_REDUCE:
+        if (me == p2->root) {
+            return 0;
+        }
+        /* the root posted s - 1 (an all) or this rank read its bcast of s - 1 */
+        if (OFL_BOARD_ALL == p1->kind || (OFL_BOARD_BCAST == p1->kind && p1->root == p2->root)) {
+            return 0;
+        }
+        return 2;
+    case OFL_BOARD_BCAST:
+        every = me == p2->root;
+        break;
+    default:
+        return 0;
+    }
+    if (!every) {
+        return 0;
+    }
+    /* everybody's post of s - 1 was read by this rank: all are done with s - 2 */
+    if (OFL_BOARD_ALL == p1->kind || (OFL_BOARD_REDUCE == p1->kind && me == p1->root)) {
+        return 0;
+    }
+    return 1;
+}
+
+/* Is `q` done with call seq - 2? Its acknowledgement of it, or any line of seq - 1. */
+static int done_before(ofl_board_call_t *c, int q)
+{
+    const ofl_board_past_t *p2 = &c->before[1];
+    uint64_t at, tag;
+    uint64_t s = acknowledges(p2->kind, p2->root, q) ? c->seq - 2 : c->seq - 1;
+    int rc = c->nic->ops->board_seen(c->nic, q, s, &at, &tag);
+    if (rc < 0) {
+        c->error = rc;
+    }
+    return rc;
+}
+
+/* May this rank rewrite its lines now? 1 yes, 0 not yet (c->missing is the
+ * rank waited for), -1 on a corrupt line. */
+static int flow(ofl_board_call_t *c)
+{
+    ofl_nic_t *nic = c->nic;
+    int who = readers(c);
+    if (0 == who) {
+        return 1;
+    }
+    if (2 == who) {
+        int rc = done_before(c, c->before[1].root);
+        c->missing = c->before[1].root;
+        return rc < 0 ? -1 : rc;
+    }
+    for (; c->flow < nic->size; ++c->flow) {
+        if (c->flow == nic->rank) {
+            continue;
+        }
+        int rc = done_before(c, c->flow);
+        if (rc <= 0) {
+            c->missing = c->flow;
+            return rc < 0 ? -1 : 0;
+        }
+    }
+    return 1;
+}
+
+static int read_line(ofl_board_call_t *c, int peer)
+{
+    ofl_nic_t *nic = c->nic;
+    int rc = nic->ops->board_read(nic, peer, c->seq, c->tag, c->count * c->elem, c->tmp[peer],
+                                  &c->in[peer]);
+    if (rc < 0) {
+        c->error = rc;
+        if (OFL_EMISMATCH == rc) {
+            report_mismatch(nic, c->sig, c->callno, peer);
+        }
+    }
+    return rc;
+}
+
+/* Collect the payloads in rank order (a reduce's root: its own from send); 1 once
+ * all are there, -1 on a corrupt line or a peer whose call differs (c->error). */
 static int gather(ofl_board_call_t *c)
 {
     ofl_nic_t *nic = c->nic;
-    size_t len = c->count * c->elem;
     for (; c->missing < nic->size; ++c->missing) {
-        int rc = nic->ops->board_read(nic, c->missing, c->seq, c->tag, len, c->tmp[c->missing],
-                                      &c->in[c->missing]);
-        if (rc <= 0) {
-            if (rc < 0) {
-                c->error = rc;
-                if (OFL_EMISMATCH == rc) {
-                    report_mismatch(nic, c->sig, c->callno, c->missing);
-                }
-                return -1;
-            }
-            return 0;
+        if (OFL_BOARD_REDUCE == c->kind && c->missing == c->root) {
+            size_t len = c->count * c->elem;
+            memcpy(c->tmp[c->missing], c->send, len);   /* send may be recv */
+            c->in[c->missing] = c->tmp[c->missing];
+            continue;
         }
+        int rc = read_line(c, c->missing);
+        if (rc <= 0) {
+            return rc < 0 ? -1 : 0;
+        }
+    }
+    return 1;
+}
+
+/* After a rooted call, an all call's ranks look at every peer's line of that call
+ * (each rank wrote one), which those that only sent in it could not: a peer that
+ * made another call is reported now. A line already rewritten says nothing. */
+static int check_before(ofl_board_call_t *c)
+{
+    ofl_nic_t *nic = c->nic;
+    const ofl_board_past_t *p1 = &c->before[0];
+    if (OFL_BOARD_ALL == p1->kind || p1->kind < 0 || 0 == p1->sig) {
+        return 1;
+    }
+    for (int q = 0; q < nic->size; ++q) {
+        uint64_t at, tag;
+        int rc = nic->ops->board_seen(nic, q, c->seq - 1, &at, &tag);
+        if (rc < 0) {
+            c->error = rc;
+            c->missing = q;
+            return -1;
+        }
+        if (at == c->seq - 1 && tag != p1->tag) {
+            c->error = OFL_EMISMATCH;
+            c->missing = q;
+            report_mismatch(nic, p1->sig, p1->callno, q);
+            return -1;
+        }
+    }
+    return 1;
+}
+
+/* What the call waits for, combined or copied into recv: 1 done, 0 not yet. */
+static int receive(ofl_board_call_t *c)
+{
+    ofl_nic_t *nic = c->nic;
+    size_t len = c->count * c->elem;
+    if (OFL_BOARD_BCAST == c->kind) {
+        c->missing = c->root;
+        int rc = read_line(c, c->root);
+        if (rc <= 0) {
+            return rc < 0 ? -1 : 0;
+        }
+        if (len > 0) {
+            memcpy(c->recv, c->in[c->root], len);
+        }
+        c->missing = nic->size;
+        return 1;
+    }
+    int got = gather(c);
+    if (got <= 0) {
+        return got;
+    }
+    if (OFL_BOARD_ALL == c->kind && check_before(c) < 0) {
+        return -1;
+    }
+    if (0 == c->count) {
+        return 1;
+    }
+    /* Rank order, the own payload from the board too (send may be recv). */
+    if (1 == nic->size) {
+        memmove(c->recv, c->in[0], len);
+        return 1;
+    }
+    c->fn(c->recv, c->in[0], c->in[1], c->count);
+    for (int r = 2; r < nic->size; ++r) {
+        c->fn(c->recv, c->recv, c->in[r], c->count);
     }
     return 1;
 }
@@ -64,28 +249,37 @@ static int gather(ofl_board_call_t *c)
 int ofl_board_progress(ofl_board_call_t *c)
 {
     ofl_nic_t *nic = c->nic;
-    if (!c->posted) {
-        nic->ops->board_post(nic, c->seq, c->tag, c->send, c->count * c->elem);
-        c->posted = 1;
-    }
     if (c->error) {
         return -1;
     }
-    int got = gather(c);
-    if (got <= 0) {
-        return got;
+    int ack = acknowledges(c->kind, c->root, nic->rank);
+    if (!c->posted && !ack) {
+        int ok = flow(c);
+        if (ok <= 0) {
+            return ok;
+        }
+        nic->ops->board_post(nic, c->seq, c->tag, c->send, c->count * c->elem);
+        c->posted = 1;
+        c->missing = 0;
+        if (OFL_BOARD_ALL != c->kind) {
+            /* a reduce's child or a bcast's root: its part is done */
+            return 1;
+        }
     }
-    if (0 == c->count) {
-        return 1;
+    if (!c->got) {
+        int got = receive(c);
+        if (got <= 0) {
+            return got;
+        }
+        c->got = 1;
     }
-    /* Rank order, the own payload from the board too (send may be recv). */
-    if (1 == nic->size) {
-        memmove(c->recv, c->in[0], c->count * c->elem);
-        return 1;
-    }
-    c->fn(c->recv, c->in[0], c->in[1], c->count);
-    for (int r = 2; r < nic->size; ++r) {
-        c->fn(c->recv, c->recv, c->in[r], c->count);
+    if (!c->posted) {
+        int ok = flow(c);
+        if (ok <= 0) {
+            return ok;
+        }
+        nic->ops->board_post(nic, c->seq, c->tag, NULL, 0);
+        c->posted = 1;
     }
     return 1;
 }
@@ -107,15 +301,12 @@ ofl_wait_status_t ofl_board_check(ofl_board_call_t *c, double waited_s, double t
         *peer = -1;
         return OFL_WAIT_FAILED;
     }
-    if (!c->posted) {
-        return OFL_WAIT_OK;
+    if (c->error) {
+        *peer = c->missing;
+        return OFL_EMISMATCH == c->error ? OFL_WAIT_MISMATCH : OFL_WAIT_FAILED;
     }
-    int got = gather(c);
-    if (got != 0) {
-        if (got < 0) {
-            *peer = c->missing;
-            return OFL_EMISMATCH == c->error ? OFL_WAIT_MISMATCH : OFL_WAIT_FAILED;
-        }
+    /* progress left in c->missing the rank it waits for */
+    if (c->missing < 0 || c->missing >= nic->size || c->missing == nic->rank) {
         return OFL_WAIT_OK;
     }
     if (!nic->ops->peer_alive(nic, c->missing)) {

@@ -1,18 +1,37 @@
 /*
- * coll/offload — small allreduces and barriers on the NIC's board (nic.h).
+ * coll/offload — small collectives on the NIC's board (nic.h).
  *
- * Every rank posts its payload (up to nic->board_bytes) with the call's sequence
- * number into its own board lines and combines, in rank order, the payloads the
- * others posted under the same number. One line written and one read per peer:
- * no mailbox, no credit coming back. A line of parity p is rewritten by the
- * call two later, which its writer cannot post before every reader has
- * finished this one — provided that every rank posts board call s + 1 only
- * after it has finished board call s: then the post of s + 1 by any rank means
- * it read everybody's s, and a rank that finished s + 1 has seen all those
- * posts. Blocking calls keep that order by themselves; an executor of
- * nonblocking ones must post each board call only once the previous one of the
- * communicator is done. Every rank of a call must take the board (the same
- * decision on the same arguments) and number its calls alike.
+ * Every rank has, per call parity, a few lines that only it writes, each with a
+ * payload and the number and folded signature of the board call that wrote it.
+ * Every rank writes its lines once in every board call, before it waits (its
+ * payload) or, where its part is only to receive, at the end (an
+ * acknowledgement: it has read what it needed). What a call waits for depends on
+ * its kind:
+ *   all      (allreduce, barrier) every rank posts its payload and combines, in
+ *            rank order, everybody's;
+ *   reduce   the others post their payloads and are done; the root combines
+ *            them with its own and acknowledges;
+ *   bcast    the root posts its payload and is done; the others copy it and
+ *            acknowledge.
+ * So a reduce makes only its root wait (for its children), a bcast only the
+ * others (for the root): no rank waits for the last one as in an allreduce.
+ *
+ * A line of parity p is rewritten by the call two later. A rank posts call s only
+ * after it has finished call s - 1, so a line of call s - 1 or later says its
+ * writer is done with s - 2; an acknowledgement of s says its writer is done
+ * with s. Before rewriting its line of call s - 2, a rank waits until every rank
+ * that read that line (everybody after an all or after its bcast, the root after
+ * its reduce) says it is done with s - 2 (ofl_nic_ops_t board_seen). In steady
+ * state the readers are long done and this costs one load; a rank never runs
+ * more than two calls ahead of the ranks it feeds. Blocking calls keep the order
+ * by themselves; an executor of nonblocking ones must post each board call only
+ * once the previous one of the communicator is done. Every rank of a call must
+ * take the board (the same decision on the same arguments), number its calls
+ * alike (ofl_board_number) and give it the same kind and root.
+ *
+ * A rank whose part only sends (a reduce's non-root, a bcast's root) cannot see
+ * that a peer made another call; the next all call looks at every peer's line
+ * of that call and reports it then.
  */
 #ifndef OFL_BOARD_H
 #define OFL_BOARD_H
@@ -35,9 +54,29 @@ static inline int ofl_board_fits(const ofl_nic_t *nic, size_t bytes)
            && nic->size <= OFL_BOARD_MAX_RANKS;
 }
 
+/* What a board call is (see above). */
+typedef enum { OFL_BOARD_ALL = 0, OFL_BOARD_REDUCE = 1, OFL_BOARD_BCAST = 2 } ofl_board_kind_t;
+
+/* What a board call was, as far as the calls after it need to know. */
+typedef struct {
+    int kind;                 /* ofl_board_kind_t */
+    int root;
+    uint64_t tag;
+    uint64_t sig;
+    uint64_t callno;
+} ofl_board_past_t;
+
+/* A communicator's board calls so far, the same on every rank: their count and
+ * the last two. */
+typedef struct {
+    uint64_t seq;
+    ofl_board_past_t past[2];  /* by parity */
+} ofl_board_state_t;
+
 /* One board call in flight: recv = the rank-ordered combination (fn) of every
  * rank's `count` elements of `elem` bytes at send (send == recv: in place);
- * count 0 is a barrier. Lives in the caller's memory. */
+ * count 0 is a barrier. A reduce leaves it at the root only; a bcast copies the
+ * root's send into every other rank's recv. Lives in the caller's memory. */
 typedef struct {
     ofl_nic_t *nic;
     uint64_t seq;             /* 1, 2, ... per communicator, the same on every rank */
@@ -49,9 +88,15 @@ typedef struct {
     size_t count;
     size_t elem;
     ofl_alu_fn fn;
+    int kind;                 /* ofl_board_kind_t */
+    int root;                 /* reduce, bcast */
+    ofl_board_past_t before[2];  /* calls seq - 1 and seq - 2 (kind -1: none) */
     int posted;
+    int got;                  /* what it waits for is in (and combined or copied) */
+    int flow;                 /* the next rank to look at before posting */
     int missing;              /* lowest rank whose payload is not in yet, or size; the
-                                 peer whose line failed, once progress said -1 */
+                                 peer whose line failed, once progress said -1; the
+                                 rank waited for before posting */
     int error;                /* 0, -EPROTO: a peer's line is corrupt (nic.h), or
                                  OFL_EMISMATCH: a peer's call differs (reported on
                                  the NIC) */
@@ -60,9 +105,20 @@ typedef struct {
                                                         * OFL_BOARD_LINE_BYTES];
 } ofl_board_call_t;
 
-/* Prepare call number `seq`; nothing is posted yet. */
+/* Prepare an all call (number `seq`, for a call that no rooted call precedes;
+ * ofl_board_number gives the number otherwise); nothing is posted yet. */
 void ofl_board_prepare(ofl_board_call_t *c, ofl_nic_t *nic, uint64_t seq, const void *send,
                        void *recv, size_t count, size_t elem, ofl_alu_fn fn);
+
+/* Make it a reduce or a bcast to or from `root`. */
+static inline void ofl_board_rooted(ofl_board_call_t *c, ofl_board_kind_t kind, int root)
+{
+    c->kind = kind;
+    c->root = root;
+}
+
+/* Number a prepared (and signed) call as the communicator's next board call. */
+void ofl_board_number(ofl_board_state_t *st, ofl_board_call_t *c);
 
 /* Its signature and its number among all the communicator's calls, checked
  * against every peer's board lines and, while the call waits, against the
@@ -74,19 +130,22 @@ static inline void ofl_board_sign(ofl_board_call_t *c, uint64_t sig, uint64_t ca
     c->callno = callno;
 }
 
-/* The same call again as call number `seq` (a persistent request's start). */
-static inline void ofl_board_rearm(ofl_board_call_t *c, uint64_t seq)
+/* The same call again as the communicator's next (a persistent request's start). */
+static inline void ofl_board_rearm(ofl_board_state_t *st, ofl_board_call_t *c)
 {
-    c->seq = seq;
     c->posted = 0;
+    c->got = 0;
+    c->flow = 0;
     c->missing = 0;
     c->error = 0;
+    ofl_board_number(st, c);
 }
 
-/* Post (the first time) and look for the others' payloads; once all are in,
- * combine into recv and return 1; 0 while some are missing; -1 when a peer's
- * line is corrupt or carries this call's number with another signature
- * (c->error; c->missing is that peer). Never blocks. */
+/* Post (once the readers of this rank's line of two calls ago are done with it)
+ * and look for what the call waits for; once it is in, combine or copy it into
+ * recv, acknowledge where the call does, and return 1; 0 while something is
+ * missing; -1 when a peer's line is corrupt or carries this call's number with
+ * another signature (c->error; c->missing is that peer). Never blocks. */
 int ofl_board_progress(ofl_board_call_t *c);
 
 /* The health check of a waiting board call (as ofl_engine_check): OFL_WAIT_OK

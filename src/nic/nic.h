@@ -88,6 +88,13 @@ typedef struct {
                        uint64_t len);
     int (*board_read)(ofl_nic_t *nic, int peer, uint64_t seq, uint64_t tag, uint64_t len,
                       void *tmp, const void **data);
+    /* Has `peer` posted board call `seq` or a later one of its parity (the number on
+     * its first line of parity seq & 1, into *at, with that call's tag into *tag)?
+     * 1 yes, 0 not yet, -EPROTO when the line is
+     * more than OFL_BOARD_AHEAD calls past seq (no correct peer runs that far ahead).
+     * What a rooted call (board.h) checks before it rewrites a line its readers
+     * may still be reading; optional with the board. */
+    int (*board_seen)(ofl_nic_t *nic, int peer, uint64_t seq, uint64_t *at, uint64_t *tag);
     /* Call signatures (optional, NULL when absent; sig.h). stamp writes `word`
      * beside the DATA count of the item `item` of stream (me -> peer, chan),
      * before the bump that publishes it; stamped reads the word of my item `item`
@@ -142,6 +149,10 @@ typedef struct {
  * the most lines a board payload may span. */
 #define OFL_BOARD_LINE_BYTES 56
 #define OFL_BOARD_MAX_LINES 4
+/* How far past a call a peer's board line may be when a rooted call looks at it:
+ * ranks that only send or only receive in rooted calls wait for nobody but the
+ * calls' roots, so a peer may be several calls ahead, never this many. */
+#define OFL_BOARD_AHEAD (1u << 16)
 /* Bits of a board line's sequence word that carry the call's tag (the rest
  * is the call's board number). */
 #define OFL_BOARD_TAG_BITS 24

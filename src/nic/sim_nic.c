@@ -131,4 +131,5 @@ const ofl_nic_ops_t sim_nic_ops = {
     .ring = NULL,
     .board_post = NULL,
     .board_read = NULL,
+    .board_seen = NULL,
 };

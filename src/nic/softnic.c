@@ -293,6 +293,16 @@ static int sn_board_read(ofl_nic_t *b, int peer, uint64_t seq, uint64_t tag, uin
     return 1;
 }
 
+static int sn_board_seen(ofl_nic_t *b, int peer, uint64_t seq, uint64_t *at, uint64_t *tag)
+{
+    ofl_softnic_t *nic = (ofl_softnic_t *) b;
+    uint64_t word = atomic_load_explicit(board_seq(board_line(nic, peer, seq, 0)),
+                                         memory_order_acquire);
+    *at = word >> BOARD_SEQ_SHIFT;
+    *tag = word & ((1ull << BOARD_SEQ_SHIFT) - 1);
+    return *at < seq ? 0 : *at <= seq + OFL_BOARD_AHEAD ? 1 : -EPROTO;
+}
+
 /* The second word of a slot's stamp: the signature word of the call that put
  * the item (written for the first items of a call; see engine.c). */
 static void sn_stamp(ofl_nic_t *b, int peer, int chan, uint64_t item, uint64_t word)
@@ -427,6 +437,7 @@ const ofl_nic_ops_t ofl_softnic_ops = {
     .ring = sn_ring,
     .board_post = sn_board_post,
     .board_read = sn_board_read,
+    .board_seen = sn_board_seen,
     .stamp = sn_stamp,
     .stamped = sn_stamped,
     .record = sn_record,

@@ -8,6 +8,9 @@
  *   faults    a rank that never comes (watchdog names it), a poisoned
  *             communicator, a forked peer that exits (named dead)
  *   fits      sizes and backends the board refuses
+ *   rooted    reduces and bcasts mixed with all calls, 1..16 ranks, each rank's
+ *             results checked; a reduce's child and a bcast's root finish two
+ *             calls with the receiver held back, and not a third
  *   mismatch  a peer whose board call carries another signature (a different
  *             op, a payload of more lines): the call fails before combining
  *             anything, naming that peer, and the NIC's report holds both ranks
@@ -15,6 +18,7 @@
  *             paths (ofl_sig_check), and a peer that has not recorded the call
  *             yet, or is past it, is no mismatch
  */
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -400,6 +404,207 @@ static void test_mismatch(void)
     world_close(&w);
 }
 
+/* ---- rooted calls: reduce and bcast among all calls -------------------------- */
+
+/* Call s of the mixed sequence: an all call, a reduce or a bcast, with a root and
+ * a count (u32 elements, 0..56) that every rank derives alike. */
+static void rooted_shape(uint64_t s, int n, int *kind, int *root, size_t *count)
+{
+    uint64_t x = in_u32(7, s, 3);
+    *kind = (int) (x % 3);
+    *root = (int) ((x >> 8) % (uint64_t) n);
+    *count = (size_t) ((x >> 16) % 57);
+}
+
+typedef struct {
+    world_t *w;
+    int rank;
+    int calls;
+    int failures;
+    char first[256];
+} rthr_t;
+
+static void rnote(rthr_t *t, const char *what, uint64_t s, size_t i)
+{
+    if (0 == t->failures++) {
+        snprintf(t->first, sizeof(t->first), "rank %d call %llu: %s (element %zu)", t->rank,
+                 (unsigned long long) s, what, i);
+    }
+}
+
+static void *rooted_rank(void *arg)
+{
+    rthr_t *t = arg;
+    int n = t->w->n;
+    ofl_nic_t *nic = &t->w->nic[t->rank].base;
+    ofl_alu_fn sum_u32 = ofl_alu_lookup(OFL_OP_SUM, OFL_T_UINT32);
+    ofl_board_state_t st;
+    memset(&st, 0, sizeof(st));
+    _Alignas(64) uint32_t send[56], recv[56];
+    for (uint64_t s = 1; s <= (uint64_t) t->calls; ++s) {
+        int kind, root;
+        size_t count;
+        rooted_shape(s, n, &kind, &root, &count);
+        for (size_t i = 0; i < count; ++i) {
+            send[i] = in_u32(t->rank, s, i);
+            recv[i] = 0xdeadbeef;
+        }
+        int in_place = 0 == s % 2;
+        ofl_board_call_t c;
+        ofl_board_prepare(&c, nic, 0, in_place ? recv : send, recv, count, 4, sum_u32);
+        if (in_place) {
+            memcpy(recv, send, count * 4);
+        }
+        if (OFL_BOARD_BCAST == kind && t->rank == root) {
+            memcpy(recv, send, count * 4);
+            c.send = recv;
+        }
+        ofl_board_rooted(&c, (ofl_board_kind_t) kind, root);
+        ofl_board_sign(&c, 1 + (uint64_t) kind + ((uint64_t) root << 8) + ((uint64_t) count << 16),
+                       s);
+        ofl_board_number(&st, &c);
+        int peer = -1;
+        ofl_wait_status_t ws = ofl_board_run(&c, &opts, &peer);
+        if (OFL_WAIT_OK != ws) {
+            rnote(t, OFL_WAIT_TIMEOUT == ws ? "the call timed out" : "the call failed", s,
+                  (size_t) peer);
+            return NULL;
+        }
+        for (size_t i = 0; i < count; ++i) {
+            uint32_t want;
+            if (OFL_BOARD_BCAST == kind) {
+                want = in_u32(root, s, i);
+            } else if (OFL_BOARD_REDUCE == kind && t->rank != root) {
+                continue;    /* a child's receive buffer is not significant */
+            } else {
+                want = 0;
+                for (int r = 0; r < n; ++r) {
+                    want += in_u32(r, s, i);
+                }
+            }
+            if (recv[i] != want) {
+                rnote(t, OFL_BOARD_BCAST == kind   ? "bcast: not the root's data"
+                         : OFL_BOARD_ALL == kind ? "allreduce: wrong sum"
+                                                 : "reduce: wrong sum at the root",
+                      s, i);
+                break;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* 1..16 ranks, a few thousand calls of every kind mixed, each rank's results
+ * against sums computed here. */
+static void test_rooted_results(void)
+{
+    static const int sizes[] = { 1, 2, 3, 4, 7, 16 };
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); ++k) {
+        int n = sizes[k];
+        world_t w;
+        if (0 != world_open(&w, n)) {
+            continue;
+        }
+        pthread_t tid[MAXN];
+        rthr_t th[MAXN];
+        for (int r = 0; r < n; ++r) {
+            th[r] = (rthr_t) { .w = &w, .rank = r, .calls = n > 4 ? 600 : 3000 };
+            pthread_create(&tid[r], NULL, rooted_rank, &th[r]);
+        }
+        int bad = 0;
+        const char *first = "";
+        for (int r = 0; r < n; ++r) {
+            pthread_join(tid[r], NULL);
+            if (th[r].failures && !bad++) {
+                first = th[r].first;
+            }
+        }
+        CHECK(0 == bad, "%d ranks, mixed all/reduce/bcast calls: %d ranks wrong; first: %s", n,
+              bad, first);
+        world_close(&w);
+    }
+}
+
+/* A reduce's children and a bcast's root do not wait for the others: with the
+ * receiving rank held back, the sending one finishes two calls; its third waits
+ * until the receiver is done with the first (the lines it rewrites). */
+typedef struct {
+    world_t *w;
+    int rank;
+    int kind;
+    atomic_int *sender_done;   /* calls the sending rank finished */
+    int ok_first, ok_held, ok_after;
+} ahead_t;
+
+static void *ahead_rank(void *arg)
+{
+    ahead_t *t = arg;
+    ofl_nic_t *nic = &t->w->nic[t->rank].base;
+    ofl_alu_fn sum_u32 = ofl_alu_lookup(OFL_OP_SUM, OFL_T_UINT32);
+    ofl_board_state_t st;
+    memset(&st, 0, sizeof(st));
+    int sender = OFL_BOARD_REDUCE == t->kind ? 1 : 0;   /* root 0 either way */
+    ofl_wait_opts_t o = opts;
+    o.timeout_s = 10.0;
+    uint32_t v = 5, out = 0;
+    if (t->rank != sender) {
+        /* hold back until the sender has finished two calls (it must not wait) */
+        double waited = 0;
+        while (atomic_load(t->sender_done) < 2 && waited < 10.0) {
+            usleep(1000);
+            waited += 1e-3;
+        }
+        t->ok_first = atomic_load(t->sender_done) >= 2;
+        usleep(50000);
+        /* its third call rewrites the lines of its first: not before we read them */
+        t->ok_held = atomic_load(t->sender_done) == 2;
+    }
+    for (uint64_t s = 1; s <= 3; ++s) {
+        ofl_board_call_t c;
+        ofl_board_prepare(&c, nic, 0, &v, &out, 1, 4, sum_u32);
+        ofl_board_rooted(&c, (ofl_board_kind_t) t->kind, 0);
+        ofl_board_sign(&c, 77 + (uint64_t) t->kind, s);
+        ofl_board_number(&st, &c);
+        int peer = -1;
+        if (OFL_WAIT_OK != ofl_board_run(&c, &o, &peer)) {
+            return NULL;
+        }
+        if (t->rank == sender) {
+            atomic_fetch_add(t->sender_done, 1);
+        }
+    }
+    t->ok_after = 1;
+    return NULL;
+}
+
+static void test_rooted_ahead(void)
+{
+    for (int kind = OFL_BOARD_REDUCE; kind <= OFL_BOARD_BCAST; ++kind) {
+        world_t w;
+        if (0 != world_open(&w, 2)) {
+            continue;
+        }
+        atomic_int done = 0;
+        ahead_t th[2];
+        pthread_t tid[2];
+        for (int r = 0; r < 2; ++r) {
+            th[r] = (ahead_t) { .w = &w, .rank = r, .kind = kind, .sender_done = &done };
+            pthread_create(&tid[r], NULL, ahead_rank, &th[r]);
+        }
+        pthread_join(tid[0], NULL);
+        pthread_join(tid[1], NULL);
+        const char *name = OFL_BOARD_REDUCE == kind ? "reduce child" : "bcast root";
+        int receiver = OFL_BOARD_REDUCE == kind ? 0 : 1;
+        CHECK(th[receiver].ok_first, "%s: two calls did not finish while the receiver was held",
+              name);
+        CHECK(th[receiver].ok_held, "%s: its third call finished before the receiver read the "
+              "first", name);
+        CHECK(th[0].ok_after && th[1].ok_after && 3 == atomic_load(&done),
+              "%s: the three calls did not all finish", name);
+        world_close(&w);
+    }
+}
+
 int main(void)
 {
     test_results();
@@ -407,5 +612,7 @@ int main(void)
     test_faults();
     test_fits();
     test_mismatch();
+    test_rooted_results();
+    test_rooted_ahead();
     return unit_report("test_board");
 }
