@@ -136,6 +136,7 @@ typedef struct {
     ofl_program_t *bcast;     /* [size] */
     ofl_program_t *bcast_get; /* [size]: children read the parent's buffer */
     int single_copy;          /* every rank can read every other's memory */
+    int crowded;              /* some rank's node has more ranks than cores (agreed) */
     size_t shm_share;         /* bytes counted in the component's shm_bytes for us */
     int board;                /* small allreduces/barriers may use the board */
     /* A board reduce's result at ranks other than the root, and a board bcast's

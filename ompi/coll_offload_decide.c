@@ -118,7 +118,7 @@ int mca_coll_offload_decide_bcast(mca_coll_offload_module_t *m,
                                   struct ompi_communicator_t *comm, size_t bytes,
                                   ofl_alg_t *alg)
 {
-    int reason = decide_check_size(OFL_COLL_BCAST, bytes, m->size, alg);
+    int reason = decide_check_size(m, OFL_COLL_BCAST, bytes, alg);
     return OFL_R_OFFLOAD == reason ? decide_nb_ready(m) : reason;
 }
 

@@ -54,11 +54,18 @@ static inline int decide_ensure_ready(mca_coll_offload_module_t *m,
 }
 
 /* The hard size cap, then the per-size policy. */
-static inline int decide_check_size(ofl_coll_t coll, size_t bytes, int ranks, ofl_alg_t *alg)
+static inline int decide_check_size(const mca_coll_offload_module_t *m, ofl_coll_t coll,
+                                    size_t bytes, ofl_alg_t *alg)
 {
     const mca_coll_offload_params_t *p = &mca_coll_offload_component.params;
+    int ranks = m->size;
     if (bytes > p->max_bytes[coll]) {
         return OFL_R_SIZE;
+    }
+    if (OPAL_UNLIKELY(m->crowded) && (OFL_COLL_REDUCE == coll || OFL_COLL_BCAST == coll)
+        && (long) bytes <= (long) p->crowded_max) {
+        *alg = OFL_ALG_FALLBACK;
+        return OFL_R_POLICY;
     }
     *alg = ofl_policy_pick(&p->policy[coll], bytes, ranks);
     return OFL_ALG_FALLBACK == *alg ? OFL_R_POLICY : OFL_R_OFFLOAD;
@@ -94,7 +101,7 @@ static inline int decide_check_reduction(mca_coll_offload_module_t *m, ofl_coll_
         return reason;
     }
     call->count = count > 0 ? (size_t) count : 0;
-    return decide_check_size(coll, call->count * call->elem, m->size, alg);
+    return decide_check_size(m, coll, call->count * call->elem, alg);
 }
 
 static inline const ofl_program_t *decide_allreduce_program(mca_coll_offload_module_t *m,

@@ -366,7 +366,7 @@ int mca_coll_offload_bcast(void *buf, int count, struct ompi_datatype_t *dtype, 
     ofl_alg_t alg = OFL_ALG_FALLBACK;
     /* Only the byte size may decide: type signatures match across ranks but
      * layouts need not, so a non-contiguous layout is staged, not refused. */
-    int reason = decide_check_size(OFL_COLL_BCAST, bytes, m->size, &alg);
+    int reason = decide_check_size(m, OFL_COLL_BCAST, bytes, &alg);
     int setup_rc;
     if (R_OFFLOAD == reason && !decide_ensure_ready(m, comm, &setup_rc)) {
         if (OMPI_SUCCESS != setup_rc) {

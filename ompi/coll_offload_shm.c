@@ -80,6 +80,7 @@ enum {
     VOTE_GET,       /* cross-memory reads of rank 0 work */
     VOTE_ANON,      /* the anonymous segment could be reopened (else: use a name) */
     VOTE_CAP,       /* this rank's share fits under its part of coll_offload_shm_cap */
+    VOTE_CORES,     /* this node has a core for every rank Open MPI put on it */
     VOTE_COUNT
 };
 
@@ -201,7 +202,7 @@ static int setup_attempt(mca_coll_offload_module_t *m, struct ompi_communicator_
 {
     setup_msg_t msg;
     memset(&msg, 0, sizeof(msg));
-    int vote[VOTE_COUNT] = { local_ok, 1, 1, cap_ok };
+    int vote[VOTE_COUNT] = { local_ok, 1, 1, cap_ok, !ofl_glue_oversubscribed() };
     int fd = -1;
     volatile uint64_t probe = ((uint64_t) getpid() << 32) ^ 0x6f666c6f6164ull;
 
@@ -315,6 +316,14 @@ static void setup_ready(mca_coll_offload_module_t *m, struct ompi_communicator_t
                     "is missing or out of range)", comm->c_name);
     }
     m->single_copy = all_votes[VOTE_GET];
+    m->crowded = !all_votes[VOTE_CORES];
+    if (m->crowded && p->crowded_max >= 0) {
+        opal_output_verbose(1, c->output,
+                            "coll:offload: %s: more ranks than cores on the node: reduces and "
+                            "bcasts of up to %d bytes go to the layer below "
+                            "(coll_offload_crowded_max)",
+                            comm->c_name, p->crowded_max);
+    }
     opal_output_verbose(1, c->output,
                         "coll:offload: %s (cid %u, %d ranks): software NIC ready (%s segment), "
                         "%zu-byte segments, %d slots/edge, %d inbound streams at most: %zu "

@@ -55,6 +55,7 @@ typedef struct {
     int repsum;                         /* reproducible float sums (info key overrides) */
     int repsum_two_pass_min;            /* reals from which blocking ones take two passes */
     int persistent_ordered;             /* persistent starts come in init order everywhere */
+    int crowded_max;                    /* oversubscribed: reduce/bcast up to this go below */
 } mca_coll_offload_params_t;
 
 /* The component's help file, for opal_show_help: its startup warnings are
@@ -80,6 +81,10 @@ void ofl_glue_progress(void *ctx);
 /* Polls to spin before each poll also yields: none when the node is
  * oversubscribed (Open MPI then sets yield_when_idle), else the MCA value. */
 unsigned ofl_glue_spin_before_yield(const mca_coll_offload_params_t *p);
+
+/* Does this node run more of the job's ranks than it has cores (Open MPI then
+ * sets yield_when_idle)? */
+int ofl_glue_oversubscribed(void);
 
 /* How a blocking call waits: OPAL's progress, the spin above, the watchdog and
  * the liveness period of the MCA values. */

@@ -51,6 +51,11 @@ expect=""
 # is run by the "persistent starts in any order" part below.
 export OMPI_MCA_coll_offload_persistent_ordered=${OMPI_MCA_coll_offload_persistent_ordered:-1}
 ANY_ORDER="--mca coll_offload_persistent_ordered 0"
+# Most runs here put more ranks than cores on the node, where the default hands
+# reduces and bcasts of up to coll_offload_crowded_max bytes to the layer below;
+# the suite tests the NIC's paths there, and the default in the "crowded" part.
+export OMPI_MCA_coll_offload_crowded_max=${OMPI_MCA_coll_offload_crowded_max:--1}
+CROWDED="--mca coll_offload_crowded_max 256"
 
 for prog in t_coll t_fallback t_leak t_fault t_nb t_nb_mt t_net t_wrap t_corrupt t_stress \
             t_setup_fail t_shm t_mismatch t_repsum; do
@@ -386,6 +391,12 @@ for np in 2 3 4; do
 done
 # shellcheck disable=SC2086
 run t_stress 4 "$ANY_ORDER" --comm-cycles 2000 $expect
+# More ranks than cores, with the default for small reduces and bcasts (the layer
+# below's): results, and the mismatch check where calls still reach the NIC.
+# shellcheck disable=SC2086
+run t_coll 4 "$CROWDED" --quick
+# shellcheck disable=SC2086
+run t_stress 4 "$CROWDED" --comm-cycles 2000
 # shellcheck disable=SC2086
 run t_nb 7 "$NB_POLICY" --quick $expect
 # shellcheck disable=SC2086
