@@ -114,4 +114,10 @@ echo "== MPI tests (Open MPI 5 root)"
 tally_part chroot "$root" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     EXPECT_OFFLOAD=1 COLL_SELECTION="--mca op ^avx" SUITE=${OMPI5_SUITE:-node} \
     bash /build/coll-offload/test/mpi/run.sh /build/coll-offload/test/mpi
+
+echo "== MPICH collective tests (Open MPI 5.0)"
+tally_part chroot "$root" env OMPI_MCA_mca_base_component_path="$(chroot "$root" sh -c \
+        "ompi_info --path pkglibdir 2>/dev/null" | sed -n 's/.*Pkglibdir: *//p'):/build/inst" \
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    bash /build/coll-offload/test/mpich/run.sh
 tally_end

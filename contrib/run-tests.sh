@@ -3,11 +3,12 @@
 # (no MPI), a bounded fuzz run of the readers of peer-written state (libFuzzer,
 # 15 s per harness), the simulator's checks (bench/sim-check.sh), the unit tests
 # and an MPI smoke run under the sanitizers (contrib/run-sanitizers.sh), the MPI
-# tests under mpirun with the installed component, the multi-node MPI tests on
+# tests under mpirun with the installed component, MPICH's collective tests (with
+# offload and without, test/mpich/run.sh), the multi-node MPI tests on
 # hosts made of network namespaces (root only), and the unit and MPI tests again
 # against Open MPI 5.0 in a Debian 13 root (root only).
 # Last line: "N passed, M failed" (unit test programs + fuzz harnesses +
-# simulator checks + sanitizer checks + MPI checks + the /dev/shm check).
+# simulator checks + sanitizer checks + MPI checks + MPICH tests + the /dev/shm check).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -40,6 +41,11 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # tests check the library's own MPI_Reduce_local too, and fallback calls use it.
 export EXPECT_OFFLOAD=1 COLL_SELECTION="--mca op ^avx"
 tally_part bash test/mpi/run.sh "$top/test/mpi"
+
+echo "== MPICH collective tests (Open MPI 4.1)"
+# MPICH's test/mpi/coll (Debian's mpich source, fetched once into /var/cache/coll-offload)
+# with offload and with stock Open MPI: each test must do with offload as well as without.
+tally_part bash test/mpich/run.sh
 
 echo "== multi-node MPI tests (hosts made of network namespaces)"
 tally_part bash test/mpi/run-cluster.sh "$top/test/mpi"
