@@ -116,8 +116,6 @@ tally_part chroot "$root" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CO
     bash /build/coll-offload/test/mpi/run.sh /build/coll-offload/test/mpi
 
 echo "== MPICH collective tests (Open MPI 5.0)"
-tally_part chroot "$root" env OMPI_MCA_mca_base_component_path="$(chroot "$root" sh -c \
-        "ompi_info --path pkglibdir 2>/dev/null" | sed -n 's/.*Pkglibdir: *//p'):/build/inst" \
-    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+tally_part chroot "$root" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     bash /build/coll-offload/test/mpich/run.sh
 tally_end
