@@ -378,12 +378,46 @@ def paired_ratio(by_rep, np, s, first, coll, b):
     return statistics.median(pairs) if pairs else None
 
 
+def crowded(np):
+    """More ranks than this machine has cores: every rank shares its core."""
+    return np > (os.cpu_count() or 1)
+
+
+def np_label(np):
+    return "%d, oversubscribed: %d cores" % (np, os.cpu_count() or 1) if crowded(np) else str(np)
+
+
+def worst_ratio(a, medians, by_rep):
+    """The first selection against the fastest of the others, cell by cell (the paired
+    ratio of the fastest other): the smallest such ratio over every np, collective and
+    size, and where it is. Below 1 the first selection is slower there."""
+    first = a.select[0]
+    others = [s for s in a.select[1:] if not s.startswith(first)]
+    worst = None
+    for np in a.np:
+        for coll in a.colls:
+            for b in sorted(medians.get((np, first, coll), {})):
+                best, best_s = None, None
+                for s in others:
+                    v = medians.get((np, s, coll), {}).get(b)
+                    if v is not None and (best is None or v < best):
+                        best, best_s = v, s
+                if best is None:
+                    continue
+                r = paired_ratio(by_rep, np, best_s, first, coll, b)
+                if r is None:
+                    r = best / medians[(np, first, coll)][b]
+                if worst is None or r < worst[0]:
+                    worst = (r, np, coll, b, best_s)
+    return worst
+
+
 def build_tables(a, medians, notes, by_rep=None):
     first = a.select[0]
     out = []
     for np in a.np:
         if len(a.np) > 1:
-            out.append("## np = %d\n" % np)
+            out.append("## np = %s\n" % np_label(np))
         for coll in a.colls:
             sizes = sorted({b for s in a.select for b in medians.get((np, s, coll), {})})
             header = ["bytes"] + ["%s (µs)" % s for s in a.select]
@@ -400,7 +434,7 @@ def build_tables(a, medians, notes, by_rep=None):
                 rows.append(row)
             if not rows:
                 rows = [["n/a"] * len(header)]
-            out.append("### %s (np = %d)\n" % (coll, np))
+            out.append("### %s (np = %s)\n" % (coll, np_label(np)))
             out.append(markdown_table(header, rows, ["r"] * len(header)))
             for s in a.select:
                 if (np, s, coll) in notes:
@@ -758,12 +792,22 @@ def main(argv):
         head.append("- **warning** (np = %d, %s): %s" % (np, s, warn))
     head.append("")
     markdown = "\n".join(head) + "\n" + tables
+    worst = worst_ratio(a, medians, by_rep)
+    if worst is not None:
+        r, wnp, wcoll, wb, ws = worst
+        markdown += ("\n**Worst cell**: %s / %s = %.2f (%s, %sB, np = %s; below 1: %s is "
+                     "slower there)\n" % (ws, a.select[0], r, wcoll, fmt_bytes(wb),
+                                          np_label(wnp), a.select[0]))
     with open(os.path.join(a.out, "latency.md"), "w") as f:
         f.write(markdown)
 
     charted = make_chart(a, medians, os.path.join(a.out, "latency.png"), stamp)
 
     print(markdown)
+    if worst is not None:
+        log("worst %s/%s ratio %.2f: %s %sB at np %s" % (worst[4], a.select[0], worst[0],
+                                                        worst[2], fmt_bytes(worst[3]),
+                                                        np_label(worst[1])))
     have_data = {s for (_, s, _) in samples}
     for s in a.select:
         if s not in have_data:
