@@ -226,9 +226,12 @@ int mca_coll_offload_inject(ofl_inject_t step, int rank);
 void mca_coll_offload_inject_setup_done(void);
 
 /* The progress agent (coll_offload_agent.c): configure it from the MCA values
- * and start it where it should run; release what the start kept. */
+ * and start it where it should run. */
 void mca_coll_offload_agent_start(ofl_agent_t *agent);
-void mca_coll_offload_agent_release(void);
+/* In an application thread: print what the agent found in its set-up (the
+ * real-time class refused) once it is ready. 1 while it may yet have
+ * something to say. */
+int mca_coll_offload_agent_report(ofl_agent_t *agent);
 
 /* The node-aware module for an intra-communicator that spans nodes
  * (coll_offload_hier.c). */

@@ -4,9 +4,18 @@
  * hwloc's topology and the launcher's per-process cpusets (PMIx). The agent
  * itself is src/engine/agent.c; coll_offload_queue.c owns it and starts it
  * through here.
+ *
+ * Everything here runs in the application thread that starts the agent (inside
+ * an MPI call) or in later ones, never in the agent thread: that thread may be
+ * scheduled for the first time only when the job finalizes, and Open MPI 5
+ * shuts PMIx and the runtime down before it closes this component (where the
+ * agent is stopped). So the placement is computed and applied here, and what
+ * the agent has to say (the real-time class refused) is printed by the
+ * application thread that finds it out.
  */
 #include "coll_offload.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,22 +147,46 @@ static hwloc_bitmap_t agent_cpuset(char *why, size_t len)
     return set;
 }
 
-static hwloc_bitmap_t agent_set;   /* where the agent runs; NULL: as born */
+/* What the starting thread hands to agent_created, and what it found. */
+typedef struct {
+    ofl_agent_t *agent;
+    hwloc_bitmap_t set;           /* where the agent runs; NULL: as born */
+    int bind_errno;               /* binding it failed: errno */
+} agent_placement_t;
 
-/* Runs first in the agent thread: hwloc only, no MPI. */
-static void agent_started(void *ctx)
+/* 1 while the agent may yet report the real-time class refused (set at start
+ * when it was asked for; the first application thread to see the agent ready
+ * clears it). */
+static int rt_watch;
+
+/* In the starting thread, once the agent thread exists (it may not have run
+ * yet): bind it from here. */
+static void agent_created(void *ctx)
 {
-    ofl_agent_t *agent = ctx;
-    if (NULL != agent_set) {
-        hwloc_set_cpubind(opal_hwloc_topology, agent_set, HWLOC_CPUBIND_THREAD);
+    agent_placement_t *pl = ctx;
+    errno = 0;
+    if (NULL != pl->set
+        && 0 != hwloc_set_thread_cpubind(opal_hwloc_topology, pl->agent->thread, pl->set, 0)) {
+        pl->bind_errno = 0 != errno ? errno : EINVAL;
     }
-    if (0 != agent->rt_failed) {
+}
+
+int mca_coll_offload_agent_report(ofl_agent_t *agent)
+{
+    if (!__atomic_load_n(&rt_watch, __ATOMIC_RELAXED)) {
+        return 0;
+    }
+    if (!ofl_agent_ready(agent)) {
+        return 1;
+    }
+    if (__atomic_exchange_n(&rt_watch, 0, __ATOMIC_RELAXED) && 0 != agent->rt_failed) {
         opal_output(0,
                     "coll:offload: coll_offload_agent_preempt=2: the progress agent may not "
                     "run in the real-time class (%s: needs CAP_SYS_NICE or an RLIMIT_RTPRIO "
                     "above 0); it runs in the normal class",
                     strerror(agent->rt_failed));
     }
+    return 0;
 }
 
 void mca_coll_offload_agent_start(ofl_agent_t *agent)
@@ -174,22 +207,24 @@ void mca_coll_offload_agent_start(ofl_agent_t *agent)
     agent->kick_delay_ns = (long) (p->agent_kick_delay * 1000.0);
     agent->linger_ns = (long) (p->agent_linger * 1000.0);
     agent->linger_nap_ns = 200000;
-    agent_set = agent_cpuset(why, sizeof(why));
-    int err = ofl_agent_start(agent, agent_started, agent);
+    agent_placement_t pl = { .agent = agent, .set = agent_cpuset(why, sizeof(why)) };
+    __atomic_store_n(&rt_watch, OFL_AGENT_RT == agent->sched_class, __ATOMIC_RELAXED);
+    int err = ofl_agent_start(agent, agent_created, &pl);
+    if (NULL != pl.set) {
+        hwloc_bitmap_free(pl.set);
+    }
     if (0 != err) {
+        __atomic_store_n(&rt_watch, 0, __ATOMIC_RELAXED);
         opal_output(output,
                     "coll:offload: cannot start the progress agent (%s); nonblocking "
                     "collectives progress inside MPI calls only",
                     strerror(err));
+    } else if (0 != pl.bind_errno) {
+        opal_output_verbose(1, output,
+                            "coll:offload: progress agent started, left as started: binding "
+                            "it failed (%s; wanted %s)",
+                            strerror(pl.bind_errno), why);
     } else {
         opal_output_verbose(1, output, "coll:offload: progress agent started, %s", why);
-    }
-}
-
-void mca_coll_offload_agent_release(void)
-{
-    if (NULL != agent_set) {
-        hwloc_bitmap_free(agent_set);
-        agent_set = NULL;
     }
 }

@@ -22,6 +22,9 @@
 
 static ofl_agent_t agent;
 static int queue_open;                         /* atomic: the agent is initialised */
+/* atomic: the agent may have a message for an application thread to print
+ * (mca_coll_offload_agent_report); it never prints from its own thread */
+static int agent_report_due;
 
 /* Unproductive progress calls in a row, while work is outstanding, before
  * they start yielding (coll_offload_spin; 0 when oversubscribed). */
@@ -285,6 +288,8 @@ void mca_coll_offload_queue_open(void)
     }
     if (c->params.agent) {
         mca_coll_offload_agent_start(&agent);
+        __atomic_store_n(&agent_report_due, mca_coll_offload_agent_report(&agent),
+                         __ATOMIC_RELAXED);
     } else {
         opal_output_verbose(1, c->output,
                             "coll:offload: no progress agent (coll_offload_agent=0): "
@@ -300,11 +305,13 @@ void mca_coll_offload_queue_stop(void)
                         (unsigned long) atomic_load(&agent.rounds),
                         (unsigned long) atomic_load(&agent.sleeps));
     ofl_agent_fini(&agent);
+    /* joined: whatever it found is final (a job that ended before it ran) */
+    mca_coll_offload_agent_report(&agent);
+    __atomic_store_n(&agent_report_due, 0, __ATOMIC_RELAXED);
 }
 
 void mca_coll_offload_queue_close(void)
 {
-    mca_coll_offload_agent_release();
     __atomic_store_n(&queue_open, 0, __ATOMIC_RELEASE);
 }
 
@@ -580,6 +587,10 @@ int mca_coll_offload_queue_progress(mca_coll_offload_qcall_t **done)
 {
     mca_coll_offload_qcall_t *head = NULL, *tail = NULL;
     int n = 0;
+    if (OPAL_UNLIKELY(__atomic_load_n(&agent_report_due, __ATOMIC_RELAXED))) {
+        __atomic_store_n(&agent_report_due, mca_coll_offload_agent_report(&agent),
+                         __ATOMIC_RELAXED);
+    }
     if (ofl_agent_pending(&agent) > 0) {
         n = app_round(&head, &tail);
     }

@@ -31,6 +31,7 @@ void ofl_agent_init(ofl_agent_t *agent)
     atomic_init(&agent->kick, 0);
     atomic_init(&agent->host_misses, 0);
     atomic_init(&agent->parked, 0);
+    atomic_init(&agent->ready, 0);
     /* Every wake-up of the agent costs the machine microseconds (timer
      * interrupt, context switches, a preempted rank; several times more in a
      * virtual machine), so sleeps that only watch are long: a kick ends them
@@ -296,10 +297,15 @@ static void idle(ofl_agent_t *agent, unsigned *idle_rounds, long long *idle_sinc
     agent_sleep(agent, agent->nap_ns > 0 ? agent->nap_ns : 50000, 1);
 }
 
-/* The thread's name, timer slack, scheduler slice and class, then the
- * caller's on_start. */
+/* The thread's name, timer slack, scheduler slice and class: system calls
+ * only (the creator may be finalizing by now), then `ready`. */
 static void thread_setup(ofl_agent_t *agent)
 {
+    if (atomic_load_explicit(&agent->stop, memory_order_acquire)) {
+        /* first scheduled after it was told to stop: nothing to set up */
+        atomic_store_explicit(&agent->ready, 1, memory_order_release);
+        return;
+    }
     pthread_setname_np(pthread_self(), "ofl-agent");
     if (agent->nap_ns > 0 || agent->linger_ns > 0) {
         /* Naps of microseconds, not the default 50 us of timer slack. */
@@ -317,9 +323,7 @@ static void thread_setup(ofl_agent_t *agent)
         struct sched_param sp = { .sched_priority = sched_get_priority_min(SCHED_RR) };
         agent->rt_failed = pthread_setschedparam(pthread_self(), SCHED_RR, &sp);
     }
-    if (NULL != agent->on_start) {
-        agent->on_start(agent->on_start_ctx);
-    }
+    atomic_store_explicit(&agent->ready, 1, memory_order_release);
 }
 
 /* Nothing pending: linger (napping) for a while, then sleep until a post
@@ -393,14 +397,14 @@ static void *agent_main(void *arg)
     return NULL;
 }
 
-int ofl_agent_start(ofl_agent_t *agent, void (*on_start)(void *ctx), void *ctx)
+int ofl_agent_start(ofl_agent_t *agent, void (*on_created)(void *ctx), void *ctx)
 {
     if (agent->started) {
         return 0;
     }
-    agent->on_start = on_start;
-    agent->on_start_ctx = ctx;
     atomic_store(&agent->stop, 0);
+    atomic_store(&agent->ready, 0);
+    agent->rt_failed = 0;
     /* Signals belong to the application's threads: the agent inherits a mask
      * that blocks them all. */
     sigset_t all, old;
@@ -412,6 +416,9 @@ int ofl_agent_start(ofl_agent_t *agent, void (*on_start)(void *ctx), void *ctx)
         return rc;
     }
     agent->started = 1;
+    if (NULL != on_created) {
+        on_created(ctx);
+    }
     return 0;
 }
 

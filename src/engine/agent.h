@@ -18,7 +18,10 @@
  * other closely do not pay a wake-up system call each.
  *
  * Nothing here knows about MPI: the thread is started lazily by the caller,
- * which can run a hook inside the new thread first (to bind it to a core).
+ * which can run a hook in its own thread once the new one exists (to bind it to
+ * a core). The agent thread itself runs only this file and the items'
+ * callbacks: it may first be scheduled long after it was created, when the
+ * libraries its creator uses are being shut down.
  */
 #ifndef OFL_AGENT_H
 #define OFL_AGENT_H
@@ -97,7 +100,10 @@ typedef struct {
      * runs as soon as it can run, wherever the ranks compute. An RT agent
      * never yields (that would not let a normal thread run): it sleeps. */
     int sched_class;
-    int rt_failed;                /* RT asked for but refused: errno (runs normal) */
+    /* RT asked for but refused: errno (runs normal). The agent's to write, in
+     * its set-up; others read it once `ready` is set. */
+    int rt_failed;
+    atomic_int ready;             /* the thread has set itself up */
     long kick_delay_ns;           /* RT: nap after a kick before working */
     /* After the last unit of work is done the agent lingers `linger_ns`,
      * checking every `linger_nap_ns` for new work, before it sleeps on the
@@ -106,17 +112,18 @@ typedef struct {
      * at once. */
     long linger_ns;
     long linger_nap_ns;
-    void (*on_start)(void *ctx);  /* run first inside the agent thread */
-    void *on_start_ctx;
     atomic_ulong rounds;          /* rounds the agent ran (tests, diagnostics) */
     atomic_ulong sleeps;          /* times it went to sleep */
 } ofl_agent_t;
 
 void ofl_agent_init(ofl_agent_t *agent);
 
-/* Start the thread (once; later calls return 0 at once). `on_start` (may be NULL)
- * runs first in the new thread. Returns 0 or an errno value. */
-int ofl_agent_start(ofl_agent_t *agent, void (*on_start)(void *ctx), void *ctx);
+/* Start the thread (once; later calls return 0 at once). `on_created` (may be
+ * NULL) runs in the calling thread once agent->thread exists, before this
+ * returns: whatever needs the caller's libraries (placing the thread on a core)
+ * is done there, not in the new thread, which may not run before the caller
+ * has shut them down. Returns 0 or an errno value. */
+int ofl_agent_start(ofl_agent_t *agent, void (*on_created)(void *ctx), void *ctx);
 
 /* Stop and join the thread (if started), then free what init made. Items still
  * registered are left alone: the caller owns them. */
@@ -125,6 +132,12 @@ void ofl_agent_fini(ofl_agent_t *agent);
 static inline int ofl_agent_started(const ofl_agent_t *agent)
 {
     return agent->started;
+}
+
+/* 1 once the thread has run its set-up: rt_failed is then final. */
+static inline int ofl_agent_ready(ofl_agent_t *agent)
+{
+    return atomic_load_explicit(&agent->ready, memory_order_acquire);
 }
 
 void ofl_agent_item_init(ofl_agent_item_t *item, ofl_agent_progress_fn progress);

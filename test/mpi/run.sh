@@ -4,7 +4,7 @@
 # Usage: run.sh [BINDIR]
 #   BINDIR          directory holding t_coll, t_fallback, t_leak, t_fault, t_nb, t_nb_mt,
 #                   t_net, t_wrap, t_corrupt, t_stress, t_setup_fail, t_shm,
-#                   t_mismatch, t_repsum (default: this
+#                   t_mismatch, t_repsum, t_finalize (default: this
 #                   script's directory, i.e. run it from the build tree)
 # Environment:
 #   MPIRUN          launcher (default: mpirun)
@@ -15,6 +15,14 @@
 #   EXPECT_OFFLOAD  1: pass --expect-offload (assert the MPI_T counters)
 #   TEST_TIMEOUT    seconds per run (default: 600)
 #   LOGDIR          where each run's output is kept (default: a new temp dir)
+#   FINALIZE_RUNS   jobs of t_finalize in a row, each one check (default: 120 at
+#                   np 2, 0.3-0.7 s each); FINALIZE_NP4_RUNS more at np 4
+#                   (oversubscribed; default 0). None starts after
+#                   FINALIZE_SECONDS (0: no limit; default 80, or 0 when
+#                   FINALIZE_RUNS is given)
+#   SUITE           node (default): everything below; quick: a shorter pass;
+#                   finalize: the t_finalize jobs only; cluster, cluster-loss:
+#                   across hosts (run-cluster.sh)
 #
 # Prints one line per run and finally exactly "N passed, M failed" (sums over
 # all runs; a run that crashes, times out or prints no summary counts as one
@@ -58,7 +66,7 @@ export OMPI_MCA_coll_offload_crowded_max=${OMPI_MCA_coll_offload_crowded_max:--1
 CROWDED="--mca coll_offload_crowded_max 256"
 
 for prog in t_coll t_fallback t_leak t_fault t_nb t_nb_mt t_net t_wrap t_corrupt t_stress \
-            t_setup_fail t_shm t_mismatch t_repsum; do
+            t_setup_fail t_shm t_mismatch t_repsum t_finalize; do
     if [ ! -x "$BINDIR/$prog" ]; then
         echo "run.sh: $BINDIR/$prog not found or not executable (build first, or pass BINDIR)" >&2
         echo "0 passed, 1 failed"
@@ -246,6 +254,58 @@ run_kill() {
     fi
 }
 
+# run_finalize NP RUNS: t_finalize RUNS times in a row, each job a check: it
+# passes when it exits 0 and prints "t_finalize: N passed, 0 failed". The job's
+# first nonblocking call starts the progress agent just before MPI_Finalize, so
+# the agent may first run while Open MPI shuts down (a crash then, after the
+# summary, is a failure like any other). No job starts once FINALIZE_SECONDS
+# have passed (a slow machine runs fewer). One line for all of them, and the
+# first few failures' logs.
+run_finalize() {
+    local np=$1 runs=$2 budget=80 i rc log t0 secs p=0 f=0 shown=0 crashed=0 timedout=0 ran=0
+    [ -n "${FINALIZE_RUNS:-}" ] && budget=0
+    budget=${FINALIZE_SECONDS:-$budget}
+    [ "$runs" -gt 0 ] || return 0
+    t0=$(date +%s)
+    for i in $(seq 1 "$runs"); do
+        if [ "$budget" -gt 0 ] && [ $(( $(date +%s) - t0 )) -ge "$budget" ]; then
+            break
+        fi
+        ran=$i
+        log="$LOGDIR/t_finalize.np$np.$i.log"
+        # shellcheck disable=SC2086
+        timeout -k 5 60 $MPIRUN $MPIRUN_ARGS -np "$np" $COLL_SELECTION "$BINDIR/t_finalize" \
+            >"$log" 2>&1 </dev/null
+        rc=$?
+        if [ "$rc" = 0 ] && grep -qE "^t_finalize: [0-9]+ passed, 0 failed\$" "$log"; then
+            p=$((p + 1))
+            rm -f "$log"
+            continue
+        fi
+        f=$((f + 1))
+        if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+            timedout=$((timedout + 1))
+        elif [ "$rc" != 0 ]; then
+            crashed=$((crashed + 1))
+        fi
+        if [ "$shown" -lt 3 ]; then
+            shown=$((shown + 1))
+            echo "         t_finalize np=$np run $i: exit $rc; log: $log"
+            grep -aE "^FAIL|rror|ignal|Segmentation|Abort|core" "$log" | head -n 8 \
+                | sed 's/^/           /'
+        fi
+    done
+    secs=$(( $(date +%s) - t0 ))
+    printf '%-8s %-38s %9s passed, %s failed  (%ss; %s exited nonzero, %s timed out)\n' \
+        "$([ "$f" = 0 ] && echo '[ ok ]' || echo '[FAIL]')" "t_finalize np=$np x$ran" "$p" "$f" \
+        "$secs" "$crashed" "$timedout"
+    if [ "$ran" -lt "$runs" ]; then
+        echo "         $ran of $runs jobs: no more started after ${budget}s (FINALIZE_SECONDS)"
+    fi
+    total_pass=$((total_pass + p))
+    total_fail=$((total_fail + f))
+}
+
 echo "MPI tests: bin=$BINDIR mpirun='$MPIRUN $MPIRUN_ARGS' selection='$COLL_SELECTION'" \
      "expect_offload=$EXPECT_OFFLOAD logs=$LOGDIR"
 case "${SUITE:-node}" in
@@ -314,6 +374,20 @@ cluster | cluster-loss)
     exit
     ;;
 esac
+# Jobs that end right after their first nonblocking and persistent calls.
+# SUITE=finalize runs only these, e.g. FINALIZE_RUNS=1000 SUITE=finalize run.sh
+# (all 1000: no time limit unless FINALIZE_SECONDS is set).
+finalize_stress() {
+    run_finalize 2 "${FINALIZE_RUNS:-120}"
+    run_finalize 4 "${FINALIZE_NP4_RUNS:-0}"
+}
+if [ "${SUITE:-node}" = finalize ]; then
+    finalize_stress
+    echo "total time $(( $(date +%s) - start_all ))s"
+    echo "$total_pass passed, $total_fail failed"
+    [ "$total_fail" = 0 ]
+    exit
+fi
 if [ "${SUITE:-node}" = quick ]; then
     # A shorter pass over the same programs (another Open MPI version's leg in CI).
     for np in 1 2 4; do
@@ -340,6 +414,7 @@ if [ "${SUITE:-node}" = quick ]; then
     done
     # shellcheck disable=SC2086
     run t_nb_mt 2 "" $expect
+    finalize_stress
     # shellcheck disable=SC2086
     run t_stress 4 "" --comm-cycles 2000 $expect
     # Reproducible sums: exact, and the bytes of the node suite's runs (the hash is
@@ -422,6 +497,7 @@ run t_shm 4 "--mca coll_offload_shm_cap 16777216" cap $expect
 run t_nb_mt 2 "" $expect
 # shellcheck disable=SC2086
 run t_nb_mt 3 "" --quick $expect
+finalize_stress
 # Stress and soak, every result checked against references computed locally
 # (about 2 minutes): 10,000 communicators made of random subsets, each used by
 # a few random collectives and freed; 4 threads x 4 communicators under

@@ -1,7 +1,9 @@
 /*
  * Unit test of the progress agent (src/engine/agent.c) without MPI.
  *
- *   lazy      nothing runs before start; the start hook runs in the new thread;
+ *   lazy      nothing runs before start; the start hook runs in the starting
+ *             thread, before ofl_agent_start returns, with the new thread's
+ *             handle set; the thread reports itself ready;
  *   work      posted work is executed by the agent alone while the main thread
  *             only sleeps, and the pending count returns to zero;
  *   sleep     with nothing outstanding the agent sleeps: the process uses no CPU
@@ -17,7 +19,10 @@
  *             by a ring as soon as the awaited data arrives, over many
  *             arrivals racing with its going to sleep (no lost wake-up), and
  *             it does not poll meanwhile;
- *   kick      ofl_agent_kick() ends the agent's long lingering sleep at once.
+ *   kick      ofl_agent_kick() ends the agent's long lingering sleep at once;
+ *   early     an agent stopped right after its start (a job that finalizes
+ *             right after its first nonblocking call), many times over: fini
+ *             joins it whether or not it ever ran, and it is ready after.
  */
 #include "engine/agent.h"
 #include "unit.h"
@@ -126,11 +131,16 @@ static int wait_finished(work_t *w, long want, double timeout)
 
 static pthread_t hook_thread;
 static atomic_int hook_calls;
+static ofl_agent_t *hook_agent;
+static int hook_saw_thread;
 
 static void hook(void *ctx)
 {
     CHECK(ctx == (void *) &hook_calls, "hook context");
     hook_thread = pthread_self();
+    /* the new thread's handle is set: the hook may bind it */
+    cpu_set_t set;
+    hook_saw_thread = 0 == pthread_getaffinity_np(hook_agent->thread, sizeof(set), &set);
     atomic_fetch_add(&hook_calls, 1);
 }
 
@@ -147,12 +157,18 @@ static void test_lazy_and_work(void)
           (long) atomic_load(&w.calls));
     CHECK(!ofl_agent_started(&a), "not started");
 
+    hook_agent = &a;
     CHECK(0 == ofl_agent_start(&a, hook, &hook_calls), "start");
+    CHECK(1 == atomic_load(&hook_calls), "hook ran before start returned (%d)",
+          atomic_load(&hook_calls));
     CHECK(0 == ofl_agent_start(&a, hook, &hook_calls), "second start is a no-op");
     CHECK(wait_finished(&w, 3, 5.0), "agent finished the work posted before start");
     CHECK(1 == atomic_load(&hook_calls), "hook ran once (%d)", atomic_load(&hook_calls));
-    CHECK(!pthread_equal(hook_thread, pthread_self()), "hook ran in the agent thread");
-    CHECK(pthread_equal(w.owner_seen, hook_thread), "callbacks ran in the agent thread");
+    CHECK(pthread_equal(hook_thread, pthread_self()), "hook ran in the starting thread");
+    CHECK(hook_saw_thread, "hook found the new thread's handle");
+    CHECK(!pthread_equal(w.owner_seen, pthread_self()), "callbacks ran in the agent thread");
+    CHECK(ofl_agent_ready(&a), "the agent set itself up");
+    CHECK(0 == a.rt_failed, "no real-time class asked for, none refused");
 
     /* Only the agent works: the main thread sleeps. */
     for (int round = 0; round < 50; ++round) {
@@ -492,6 +508,31 @@ static void test_kick(void)
     CHECK(now_s() - t0 < 1.0, "fini ended the agent's long nap (%.3f s)", now_s() - t0);
 }
 
+static void test_early_stop(void)
+{
+    int ok = 1;
+    for (int i = 0; i < 200 && ok; ++i) {
+        ofl_agent_t a;
+        ofl_agent_init(&a);
+        a.linger_ns = 2000000;
+        a.nap_ns = 50000;
+        work_t w;
+        work_init(&w, &a, 2);
+        ofl_agent_add(&a, &w.item);
+        ok = 0 == ofl_agent_start(&a, NULL, NULL);
+        if (i & 1) {
+            /* work that its poster finishes itself, as a small call does */
+            work_post(&w, 1);
+            while (atomic_load(&w.units) > 0) {
+                ofl_agent_run(&a);
+            }
+        }
+        ofl_agent_fini(&a);
+        ok = ok && !ofl_agent_started(&a) && ofl_agent_ready(&a);
+        CHECK(ok, "start and stop %d: stopped and ready", i);
+    }
+}
+
 int main(void)
 {
     test_lazy_and_work();
@@ -501,5 +542,6 @@ int main(void)
     test_nap();
     test_bell();
     test_kick();
+    test_early_stop();
     return unit_report("test_agent");
 }
