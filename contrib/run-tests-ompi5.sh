@@ -116,6 +116,9 @@ tally_part chroot "$root" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CO
     bash /build/coll-offload/test/mpi/run.sh /build/coll-offload/test/mpi
 
 echo "== MPICH collective tests (Open MPI 5.0)"
+# (In a chroot, Open MPI 5's tcp BTL prints "Unable to find reachable pairing" on every
+# run, which MPICH's pass rule, "No Errors" and nothing else, counts as a failure of
+# both selections; these runs are on one node and need no tcp.)
 tally_part chroot "$root" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    bash /build/coll-offload/test/mpich/run.sh
+    COMMON_ARGS="--mca op ^avx --mca btl ^tcp" bash /build/coll-offload/test/mpich/run.sh
 tally_end
