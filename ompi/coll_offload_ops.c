@@ -301,6 +301,15 @@ static int reduce_impl(const void *sbuf, void *rbuf, int count, struct ompi_data
         return m->below.reduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op), root,
                               comm, m->below.reduce_module);
     }
+    if (OPAL_UNLIKELY(p->check)) {
+        /* full checks: every rank's record of this call first (a rank whose part
+         * only sends would not see a mismatch in the call itself) */
+        int rc = mca_coll_offload_agree(m, mpi_names[OFL_COLL_REDUCE], sig, callno, reason,
+                                        bytes, comm);
+        if (MPI_SUCCESS != rc) {
+            return rc;
+        }
+    }
     call.callno = (uint64_t) callno;
     call.send = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf;
     call.recv = rbuf;
@@ -389,6 +398,14 @@ int mca_coll_offload_bcast(void *buf, int count, struct ompi_datatype_t *dtype, 
         }
         decide_fallback_note(OFL_COLL_BCAST, R_OFFLOAD == reason ? R_NIC : reason, bytes, comm);
         return m->below.bcast(buf, count, dtype, root, comm, m->below.bcast_module);
+    }
+    if (OPAL_UNLIKELY(mca_coll_offload_component.params.check)) {
+        /* full checks: every rank's record of this call first (see reduce) */
+        int rc = mca_coll_offload_agree(m, mpi_names[OFL_COLL_BCAST], sig, callno, reason,
+                                        bytes, comm);
+        if (MPI_SUCCESS != rc) {
+            return rc;
+        }
     }
     ofl_call_t call = { .fn = NULL, .elem = 1, .count = bytes, .sig = sig,
                         .callno = (uint64_t) callno };

@@ -169,6 +169,14 @@ static const glue_var_t late_vars[] = {
       "Start a progress agent thread (one per process) at the first nonblocking or "
       "persistent collective, so those progress while the application computes; "
       "0: they progress only inside MPI calls" },
+    { "check", VAR_INT, OPAL_INFO_LVL_4, PARAM(check),
+      "1: full argument checking, like a debug build's: every blocking reduce and bcast, "
+      "and every blocking call handed to the layer below, first waits until every rank "
+      "has recorded the same call (collective, op, datatype, size, root), so every rank of "
+      "a call whose ranks passed different arguments gets MPI_ERR_ARG from that call; "
+      "costs a synchronisation per reduce and bcast. 0: checks that add no wait (a rank "
+      "whose part of a reduce or bcast only sends learns of a mismatch at its next "
+      "collective on the communicator)" },
     { "crowded_max", VAR_INT, OPAL_INFO_LVL_5, PARAM(crowded_max),
       "Where a communicator's node runs more ranks than it has cores, reduces and bcasts "
       "of up to this many bytes go to the layer below: its eager sends let a reduce's "
@@ -301,6 +309,7 @@ static void set_defaults(mca_coll_offload_params_t *p)
     p->repsum_two_pass_min = 256;
     p->persistent_ordered = 0;
     p->crowded_max = 256;
+    p->check = 0;
 }
 
 static void register_vars(const mca_base_component_t *c, mca_coll_offload_params_t *p,

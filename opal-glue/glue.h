@@ -56,6 +56,7 @@ typedef struct {
     int repsum_two_pass_min;            /* reals from which blocking ones take two passes */
     int persistent_ordered;             /* persistent starts come in init order everywhere */
     int crowded_max;                    /* oversubscribed: reduce/bcast up to this go below */
+    int check;                          /* full argument checks: every rank waits for all */
 } mca_coll_offload_params_t;
 
 /* The component's help file, for opal_show_help: its startup warnings are

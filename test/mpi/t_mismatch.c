@@ -6,7 +6,7 @@
  * mismatching ranks; never a wrong answer, a hang, or a write outside the
  * receive buffers.
  *
- *   t_mismatch [--quick] [--tiny]
+ *   t_mismatch [--quick] [--tiny] [--strict]
  *
  * --quick leaves out the cases where ranks take different paths through the
  * component (offloaded against handed to the fallback); --tiny adds two where the
@@ -46,6 +46,10 @@
 #include <unistd.h>
 
 enum { C_ALLREDUCE, C_REDUCE, C_BCAST, C_BARRIER };
+/* --strict (with coll_offload_check=1): every rank's mismatched blocking call itself
+ * fails, reduce and bcast ranks that only send included. */
+static int strict_all;
+
 enum { K_BLOCKING, K_NONBLOCKING, K_PERSISTENT };
 
 static const char *const coll_names[] = { "Allreduce", "Reduce", "Bcast", "Barrier" };
@@ -293,7 +297,8 @@ static void run_case(const char *what, int kind, const args_t *good, const args_
     int rc2 = MPI_Barrier(comm);
     const char *text = capture_end();
 
-    int strict = C_ALLREDUCE == good->coll || C_BARRIER == good->coll;
+    int strict = C_ALLREDUCE == good->coll || C_BARRIER == good->coll
+                 || (strict_all && K_BLOCKING == kind);
     if (strict) {
         check(MPI_SUCCESS != rc, "%s: the mismatched call returned MPI_SUCCESS", name);
     }
@@ -343,6 +348,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; ++i) {
         quick |= 0 == strcmp(argv[i], "--quick");
         tiny |= 0 == strcmp(argv[i], "--tiny");
+        strict_all |= 0 == strcmp(argv[i], "--strict");
     }
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
