@@ -54,7 +54,7 @@ tally_part bash test/mpi/run-cluster.sh "$top/test/mpi"
 # chroot; OFL_SKIP_OMPI5=1 leaves it out).
 echo "== Open MPI 5.0 (a Debian 13 root)"
 if [ "$(id -u)" -eq 0 ] && [ "${OFL_SKIP_OMPI5:-0}" != 1 ]; then
-    tally_part bash contrib/run-tests-ompi5.sh "$top/test/mpi"
+    OMPI5_SUITE=${OMPI5_SUITE:-quick} tally_part bash contrib/run-tests-ompi5.sh "$top/test/mpi"
 else
     echo "skipped (needs root, or OFL_SKIP_OMPI5=1)"
 fi

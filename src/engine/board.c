@@ -20,6 +20,7 @@ void ofl_board_prepare(ofl_board_call_t *c, ofl_nic_t *nic, uint64_t seq, const 
     c->root = 0;
     c->before[0].kind = -1;
     c->before[1].kind = -1;
+    c->done = NULL;
     c->posted = 0;
     c->got = 0;
     c->flow = 0;
@@ -33,18 +34,21 @@ void ofl_board_prepare(ofl_board_call_t *c, ofl_nic_t *nic, uint64_t seq, const 
 void ofl_board_number(ofl_board_state_t *st, ofl_board_call_t *c)
 {
     uint64_t seq = ++st->seq;
-    ofl_board_past_t *prev = &st->past[(seq - 1) & 1], *prev2 = &st->past[seq & 1];
+    /* call seq - D had this call's slot */
+    ofl_board_past_t *prev = &st->past[(seq - 1) % OFL_BOARD_DEPTH];
+    ofl_board_past_t *reused = &st->past[seq % OFL_BOARD_DEPTH];
     c->seq = seq;
     c->before[0] = *prev;
-    c->before[1] = *prev2;
+    c->before[1] = *reused;
     if (seq < 2) {
         c->before[0].kind = -1;
     }
-    if (seq < 3) {
+    if (seq <= OFL_BOARD_DEPTH) {
         c->before[1].kind = -1;
     }
-    *prev2 = (ofl_board_past_t) { .kind = c->kind, .root = c->root, .tag = c->tag,
-                                  .sig = c->sig, .callno = c->callno };
+    c->done = st->done;
+    *reused = (ofl_board_past_t) { .kind = c->kind, .root = c->root, .tag = c->tag,
+                                   .sig = c->sig, .callno = c->callno };
 }
 
 /* Does `rank` write its line of a call of this kind only at the end (it only
@@ -68,54 +72,56 @@ static void report_mismatch(ofl_nic_t *nic, uint64_t sig, uint64_t callno, int p
     }
 }
 
-/* Which ranks read this rank's line of call seq - 2 (the one it is about to
- * rewrite), unless what this rank saw since says they are done with it: 1 for
- * every other rank, 0 for none, 2 for before[1]'s root only. */
+/* Which ranks read this rank's line of call seq - D (the one it is about to
+ * rewrite), unless what this rank saw in call seq - 1 says they are done with it:
+ * 1 for every other rank, 0 for none, 2 for before[1]'s root only. */
 static int readers(const ofl_board_call_t *c)
 {
-    const ofl_board_past_t *p1 = &c->before[0], *p2 = &c->before[1];
+    const ofl_board_past_t *p1 = &c->before[0], *pd = &c->before[1];
     int me = c->nic->rank;
-    int every = 0;
-    switch (p2->kind) {
+    /* this rank read everybody's post of seq - 1: all are done with seq - 2 */
+    int read_all = OFL_BOARD_ALL == p1->kind || (OFL_BOARD_REDUCE == p1->kind && me == p1->root);
+    switch (pd->kind) {
     case OFL_BOARD_ALL:
-        every = 1;
-        break;
+        return read_all ? 0 : 1;
     case OFL_BOARD_REDUCE:
-        if (me == p2->root) {
+        if (me == pd->root || read_all) {
             return 0;
         }
-        /* the root posted s - 1 (an all) or this rank read its bcast of s - 1 */
-        if (OFL_BOARD_ALL == p1->kind || (OFL_BOARD_BCAST == p1->kind && p1->root == p2->root)) {
-            return 0;
-        }
-        return 2;
+        /* or it read that root's bcast of seq - 1 */
+        return OFL_BOARD_BCAST == p1->kind && p1->root == pd->root ? 0 : 2;
     case OFL_BOARD_BCAST:
-        every = me == p2->root;
-        break;
+        return me == pd->root && !read_all ? 1 : 0;
     default:
         return 0;
     }
-    if (!every) {
-        return 0;
-    }
-    /* everybody's post of s - 1 was read by this rank: all are done with s - 2 */
-    if (OFL_BOARD_ALL == p1->kind || (OFL_BOARD_REDUCE == p1->kind && me == p1->root)) {
-        return 0;
-    }
-    return 1;
 }
 
-/* Is `q` done with call seq - 2? Its acknowledgement of it, or any line of seq - 1. */
+/* Is `q` done with call seq - D? What this rank knows of q, else q's line of
+ * call t = seq - D/2: any line of t says q finished t - 1, which covers this call
+ * and the next D/2 - 1. A rank that runs D calls ahead of q thus waits until q
+ * is D/2 behind and then runs D/2 calls without looking: it reads q's lines
+ * about once in D/2 calls, so only that store of q's misses in q's cache (a
+ * poll of the line q writes next would take it from q in every call). Waiting
+ * for t cannot deadlock: every call before seq is done here, so q can finish
+ * them all. */
 static int done_before(ofl_board_call_t *c, int q)
 {
-    const ofl_board_past_t *p2 = &c->before[1];
-    uint64_t at, tag;
-    uint64_t s = acknowledges(p2->kind, p2->root, q) ? c->seq - 2 : c->seq - 1;
-    int rc = c->nic->ops->board_seen(c->nic, q, s, &at, &tag);
-    if (rc < 0) {
-        c->error = rc;
+    if (NULL != c->done && c->done[q] >= c->seq - OFL_BOARD_DEPTH) {
+        return 1;
     }
-    return rc;
+    uint64_t t = c->seq - OFL_BOARD_DEPTH / 2, at, tag;
+    int rc = c->nic->ops->board_seen(c->nic, q, t, &at, &tag);
+    if (rc <= 0) {
+        if (rc < 0) {
+            c->error = rc;
+        }
+        return rc;
+    }
+    if (NULL != c->done) {
+        c->done[q] = at - 1;
+    }
+    return 1;
 }
 
 /* May this rank rewrite its lines now? 1 yes, 0 not yet (c->missing is the

@@ -1,7 +1,7 @@
 /*
  * coll/offload — small collectives on the NIC's board (nic.h).
  *
- * Every rank has, per call parity, a few lines that only it writes, each with a
+ * Every rank has, per board slot, a few lines that only it writes, each with a
  * payload and the number and folded signature of the board call that wrote it.
  * Every rank writes its lines once in every board call, before it waits (its
  * payload) or, where its part is only to receive, at the end (an
@@ -16,14 +16,17 @@
  * So a reduce makes only its root wait (for its children), a bcast only the
  * others (for the root): no rank waits for the last one as in an allreduce.
  *
- * A line of parity p is rewritten by the call two later. A rank posts call s only
- * after it has finished call s - 1, so a line of call s - 1 or later says its
- * writer is done with s - 2; an acknowledgement of s says its writer is done
- * with s. Before rewriting its line of call s - 2, a rank waits until every rank
- * that read that line (everybody after an all or after its bcast, the root after
- * its reduce) says it is done with s - 2 (ofl_nic_ops_t board_seen). In steady
- * state the readers are long done and this costs one load; a rank never runs
- * more than two calls ahead of the ranks it feeds. Blocking calls keep the order
+ * Call s's lines are those of slot s % D (D = OFL_BOARD_DEPTH, nic.h), rewritten
+ * by call s + D. A rank posts call t only after it has finished call t - 1, so
+ * any line of call t says its writer is done with t - 1; an acknowledgement of t
+ * says its writer is done with t. Before rewriting its line of call s - D, a rank
+ * makes sure that every rank that read that line (everybody after an all or
+ * after its bcast, the root after its reduce) is done with s - D: it looks at the
+ * reader's line of call s - D/2 and keeps what that says, per peer, in the
+ * communicator's board state, so it looks at a peer's lines about once in D/2
+ * calls; a rank never runs more than D calls ahead of the ranks it feeds, and
+ * once it is that far ahead it waits until they are D/2 behind. Blocking calls
+ * keep the order
  * by themselves; an executor of nonblocking ones must post each board call only
  * once the previous one of the communicator is done. Every rank of a call must
  * take the board (the same decision on the same arguments), number its calls
@@ -67,10 +70,12 @@ typedef struct {
 } ofl_board_past_t;
 
 /* A communicator's board calls so far, the same on every rank: their count and
- * the last two. */
+ * the last OFL_BOARD_DEPTH; and, this rank's own, the last call each peer is
+ * known to have finished. */
 typedef struct {
     uint64_t seq;
-    ofl_board_past_t past[2];  /* by parity */
+    ofl_board_past_t past[OFL_BOARD_DEPTH];  /* by slot */
+    uint64_t done[OFL_BOARD_MAX_RANKS];
 } ofl_board_state_t;
 
 /* One board call in flight: recv = the rank-ordered combination (fn) of every
@@ -90,7 +95,8 @@ typedef struct {
     ofl_alu_fn fn;
     int kind;                 /* ofl_board_kind_t */
     int root;                 /* reduce, bcast */
-    ofl_board_past_t before[2];  /* calls seq - 1 and seq - 2 (kind -1: none) */
+    ofl_board_past_t before[2];  /* calls seq - 1 and seq - D (kind -1: none) */
+    uint64_t *done;           /* the state's done (NULL: none kept) */
     int posted;
     int got;                  /* what it waits for is in (and combined or copied) */
     int flow;                 /* the next rank to look at before posting */
@@ -141,7 +147,7 @@ static inline void ofl_board_rearm(ofl_board_state_t *st, ofl_board_call_t *c)
     ofl_board_number(st, c);
 }
 
-/* Post (once the readers of this rank's line of two calls ago are done with it)
+/* Post (once the readers of this rank's line of D calls ago are done with it)
  * and look for what the call waits for; once it is in, combine or copy it into
  * recv, acknowledge where the call does, and return 1; 0 while something is
  * missing; -1 when a peer's line is corrupt or carries this call's number with

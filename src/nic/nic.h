@@ -70,12 +70,13 @@ typedef struct {
      * software NIC a futex). Costs a system call only then. NULL: no such thing,
      * executors poll. */
     void (*ring)(ofl_nic_t *nic, int peer);
-    /* The board (optional, NULL when absent; see board.h): per rank and call
-     * parity, a few cache lines that only the rank writes and every peer reads,
-     * each carrying OFL_BOARD_LINE_BYTES of payload and a word made of the
-     * sequence number of the call that wrote it and the call's folded signature
-     * (`tag`, OFL_BOARD_TAG_BITS bits: a fold of its signature, sig.h) — a small payload, its counter and
-     * what the call was in one line, no credit: the calls' own order tells when a
+    /* The board (optional, NULL when absent; see board.h): per rank and board
+     * slot (a call's number modulo OFL_BOARD_DEPTH), a few cache lines that only
+     * the rank writes and every peer reads, each carrying OFL_BOARD_LINE_BYTES of
+     * payload and a word made of the sequence number of the call that wrote it
+     * and the call's folded signature (`tag`, OFL_BOARD_TAG_BITS bits: a fold of
+     * its signature, sig.h) — a small payload, its counter and what the call was
+     * in one line, no credit: the calls' own order tells when a
      * line may be reused. board_post publishes my `len` bytes for call `seq`
      * (release); board_read looks at peer's lines of call `seq`: 1 once every line
      * carries seq and `tag` (acquire; *data the payload, contiguous, copied into
@@ -83,13 +84,13 @@ typedef struct {
      * OFL_EMISMATCH when the peer's first line (written first) carries seq with
      * another tag: it made a different call; -EPROTO when a line carries a later
      * call than `seq` (no correct peer can be ahead: it rewrites a line only after
-     * every reader finished the call before). */
+     * every reader finished the call that wrote it). */
     void (*board_post)(ofl_nic_t *nic, uint64_t seq, uint64_t tag, const void *data,
                        uint64_t len);
     int (*board_read)(ofl_nic_t *nic, int peer, uint64_t seq, uint64_t tag, uint64_t len,
                       void *tmp, const void **data);
-    /* Has `peer` posted board call `seq` or a later one of its parity (the number on
-     * its first line of parity seq & 1, into *at, with that call's tag into *tag)?
+    /* Has `peer` posted board call `seq` or a later one of its slot (the number on
+     * its first line of seq's slot, into *at, with that call's tag into *tag)?
      * 1 yes, 0 not yet, -EPROTO when the line is
      * more than OFL_BOARD_AHEAD calls past seq (no correct peer runs that far ahead).
      * What a rooted call (board.h) checks before it rewrites a line its readers
@@ -149,6 +150,10 @@ typedef struct {
  * the most lines a board payload may span. */
 #define OFL_BOARD_LINE_BYTES 56
 #define OFL_BOARD_MAX_LINES 4
+/* Board slots per rank: a call's lines are rewritten by the call this many later,
+ * so a rank whose part of rooted calls only sends (or only receives) may run that
+ * many calls ahead of the ranks it feeds before it has to look at them. */
+#define OFL_BOARD_DEPTH 16
 /* How far past a call a peer's board line may be when a rooted call looks at it:
  * ranks that only send or only receive in rooted calls wait for nobody but the
  * calls' roots, so a peer may be several calls ahead, never this many. */

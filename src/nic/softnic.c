@@ -218,12 +218,12 @@ static int sn_peer_alive(ofl_nic_t *b, int peer)
     return 0;
 }
 
-/* Line `line` of rank's board for calls of parity `seq & 1`: the payload, then
- * at byte 56 the sequence number of the call that wrote it. */
+/* Line `line` of rank's board for call `seq`'s slot: the payload, then at byte
+ * 56 the sequence number of the call that wrote it. */
 static inline uint8_t *board_line(ofl_softnic_t *nic, int rank, uint64_t seq, uint64_t line)
 {
-    return nic->mem + nic->off_board
-           + (((uint64_t) rank * 2 + (seq & 1)) * BOARD_LINES + line) * LINE;
+    uint64_t slot = (uint64_t) rank * OFL_BOARD_DEPTH + (seq & (OFL_BOARD_DEPTH - 1));
+    return nic->mem + nic->off_board + (slot * BOARD_LINES + line) * LINE;
 }
 
 /* A line's last word: the call's board number, shifted, and its folded
@@ -236,6 +236,18 @@ static inline _Atomic uint64_t *board_seq(uint8_t *line)
 static inline uint64_t board_lines(uint64_t len)
 {
     return len ? (len + OFL_BOARD_LINE_BYTES - 1) / OFL_BOARD_LINE_BYTES : 1;
+}
+
+/* Ask for `line` in this core's cache, owned: a later store to it then commits
+ * at once instead of holding every store behind it until a peer that read the
+ * line gives it up. */
+static inline void own_soon(uint8_t *line)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ __volatile__("prefetchw %0" ::"m"(*line));
+#else
+    __builtin_prefetch(line, 1, 3);
+#endif
 }
 
 static void sn_board_post(ofl_nic_t *b, uint64_t seq, uint64_t tag, const void *data,
@@ -252,6 +264,9 @@ static void sn_board_post(ofl_nic_t *b, uint64_t seq, uint64_t tag, const void *
         }
         atomic_store_explicit(board_seq(line), word, memory_order_release);
     }
+    /* The next call's first line was last read D - 1 calls ago: take it back now,
+     * while the caller goes on, rather than at that call's post. */
+    own_soon(board_line(nic, b->rank, seq + 1, 0));
 }
 
 static int sn_board_read(ofl_nic_t *b, int peer, uint64_t seq, uint64_t tag, uint64_t len,
@@ -260,8 +275,8 @@ static int sn_board_read(ofl_nic_t *b, int peer, uint64_t seq, uint64_t tag, uin
     ofl_softnic_t *nic = (ofl_softnic_t *) b;
     uint64_t n = board_lines(len);
     uint64_t word = (seq << BOARD_SEQ_SHIFT) | tag;
-    /* The peer rewrites this parity's lines only for call seq + 2, which it
-     * cannot start before this rank has posted seq + 1, i.e. finished seq: a
+    /* The peer rewrites this slot's lines only for call seq + OFL_BOARD_DEPTH,
+     * which it does not post before this rank, a reader, has finished seq: a
      * line carrying seq holds seq's payload for as long as we read it, and a
      * line carrying a later number is corrupt. Its first line is written first:
      * carrying this number with another signature, it is a different call. */

@@ -11,7 +11,8 @@
  *              lines per rank, written only by that rank
  *   counters   [owner][feeder][chan] one cache line each: the CREDIT counter,
  *              written only by the feeder, read only by the owner
- *   board      [rank][call parity][4 lines]: written only by rank, read by all;
+ *   board      [rank][slot: call number % OFL_BOARD_DEPTH][4 lines]: written only
+ *              by rank, read by all;
  *              56 payload bytes and the writing call's sequence number per line
  *              (the board of nic.h: small allreduces and barriers)
  *   mailboxes  [dst][src][chan] one stream each, a whole number of pages holding

@@ -14,8 +14,8 @@
 
 #define LINE 64
 #define STAMP 16   /* bytes before a slot's payload: keeps payload 16-byte aligned */
-#define SOFTNIC_MAGIC 0x6f666c736e696333ull /* "oflsnic3" */
-#define BOARD_LINES OFL_BOARD_MAX_LINES  /* per rank and call parity */
+#define SOFTNIC_MAGIC 0x6f666c736e696334ull /* "oflsnic4" */
+#define BOARD_LINES OFL_BOARD_MAX_LINES  /* per rank and board slot */
 #define OFL_LIKELY(x) __builtin_expect(!!(x), 1)
 #define OFL_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define RECORDS OFL_NIC_RECORDS

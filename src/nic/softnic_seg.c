@@ -32,7 +32,7 @@ static uint64_t fixed_bytes(int size, uint64_t *bells, uint64_t *records, uint64
     *records = *bells + (uint64_t) size * LINE;
     *counters = round_up(*records + (uint64_t) size * RECORDS * 16, page);
     *board = *counters + (uint64_t) size * (uint64_t) size * OFL_CHANNELS * LINE;
-    return round_up(*board + (uint64_t) size * 2 * BOARD_LINES * LINE, page);
+    return round_up(*board + (uint64_t) size * OFL_BOARD_DEPTH * BOARD_LINES * LINE, page);
 }
 
 static void geometry(ofl_softnic_t *nic, int size, int slots, size_t segsize)

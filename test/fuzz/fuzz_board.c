@@ -23,12 +23,12 @@ static ofl_softnic_t nic[N];
 static ofl_nic_ops_t wrapped;
 static const ofl_nic_ops_t *soft;
 
-/* Line `l` of rank's board for calls of parity `seq & 1` (softnic.h: [rank][call
- * parity][4 lines], the payload then the call number in the last 8 bytes). */
+/* Line `l` of rank's board for call `seq`'s slot (softnic.h: [rank][slot][4
+ * lines], the payload then the call number in the last 8 bytes). */
 static uint8_t *line_of(int rank, uint64_t seq, int l)
 {
-    return nic[0].mem + nic[0].off_board + (((uint64_t) rank * 2 + (seq & 1)) * LINES
-                                            + (uint64_t) l) * FZ_LINE;
+    uint64_t slot = (uint64_t) rank * OFL_BOARD_DEPTH + seq % OFL_BOARD_DEPTH;
+    return nic[0].mem + nic[0].off_board + (slot * LINES + (uint64_t) l) * FZ_LINE;
 }
 
 static volatile uint64_t *seq_of(int rank, uint64_t seq, int l)
@@ -107,7 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int step = 0; step < 300 && in.n > 0; ++step) {
         uint8_t op = fz_u8(&in);
         int l = (op >> 3) % LINES;
-        uint64_t parity = (op >> 5) & 1;
+        uint64_t slot = (op >> 5) % OFL_BOARD_DEPTH;
         switch (op & 3) {
         case 0: {   /* rank 0 makes progress; done: the next call */
             if (!running) {
@@ -148,12 +148,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         case 1:     /* rank 1 posts a line: the right number for it, or near, with
                      * the signature of rank 0's calls (0) or another */
-            *seq_of(1, parity, l) = (fz_near(&in, seq + (parity != (seq & 1)))
-                                     << OFL_SIG_BOARD_BITS)
-                                    | (uint64_t) ((op >> 6) & 1);
+            *seq_of(1, slot, l) = (fz_near(&in, seq + (slot + OFL_BOARD_DEPTH
+                                                       - seq % OFL_BOARD_DEPTH)
+                                                          % OFL_BOARD_DEPTH)
+                                   << OFL_SIG_BOARD_BITS)
+                                  | (uint64_t) (fz_u8(&in) & 1);
             break;
         case 2:     /* rank 1 writes payload bytes */
-            line_of(1, parity, l)[fz_u8(&in) % OFL_BOARD_LINE_BYTES] = fz_u8(&in);
+            line_of(1, slot, l)[fz_u8(&in) % OFL_BOARD_LINE_BYTES] = fz_u8(&in);
             break;
         default: {  /* rank 1 posts its whole payload for the current call, honestly */
             uint8_t mine[LINES * OFL_BOARD_LINE_BYTES];

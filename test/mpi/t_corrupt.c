@@ -56,7 +56,7 @@ static uint8_t *segment(void)
     return seg;
 }
 
-/* The call-number word of `rank`'s first board line for calls of `seq`'s parity. */
+/* The call-number word of `rank`'s first board line for call `seq`'s slot. */
 static volatile uint64_t *board_seq(uint8_t *seg, int rank, uint64_t seq)
 {
     const ofl_softnic_hdr_t *h = (const ofl_softnic_hdr_t *) seg;
@@ -66,7 +66,7 @@ static volatile uint64_t *board_seq(uint8_t *seg, int rank, uint64_t seq)
     uint64_t counters
         = round_up(records + size * OFL_NIC_RECORDS * sizeof(ofl_nic_record_t), 4096);
     uint64_t board = counters + size * size * 2 * LINE;
-    uint64_t line = ((uint64_t) rank * 2 + (seq & 1)) * 4;
+    uint64_t line = ((uint64_t) rank * OFL_BOARD_DEPTH + seq % OFL_BOARD_DEPTH) * 4;
     return (volatile uint64_t *) (seg + board + line * LINE + 56);
 }
 

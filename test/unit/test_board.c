@@ -526,8 +526,9 @@ static void test_rooted_results(void)
 }
 
 /* A reduce's children and a bcast's root do not wait for the others: with the
- * receiving rank held back, the sending one finishes two calls; its third waits
- * until the receiver is done with the first (the lines it rewrites). */
+ * receiving rank held back, the sending one finishes D calls (OFL_BOARD_DEPTH);
+ * the next waits until the receiver is done with the first (the lines it
+ * rewrites). */
 typedef struct {
     world_t *w;
     int rank;
@@ -548,18 +549,18 @@ static void *ahead_rank(void *arg)
     o.timeout_s = 10.0;
     uint32_t v = 5, out = 0;
     if (t->rank != sender) {
-        /* hold back until the sender has finished two calls (it must not wait) */
+        /* hold back until the sender has finished D calls (it must not wait) */
         double waited = 0;
-        while (atomic_load(t->sender_done) < 2 && waited < 10.0) {
+        while (atomic_load(t->sender_done) < OFL_BOARD_DEPTH && waited < 10.0) {
             usleep(1000);
             waited += 1e-3;
         }
-        t->ok_first = atomic_load(t->sender_done) >= 2;
+        t->ok_first = atomic_load(t->sender_done) >= OFL_BOARD_DEPTH;
         usleep(50000);
-        /* its third call rewrites the lines of its first: not before we read them */
-        t->ok_held = atomic_load(t->sender_done) == 2;
+        /* its next call rewrites the lines of its first: not before we read them */
+        t->ok_held = atomic_load(t->sender_done) == OFL_BOARD_DEPTH;
     }
-    for (uint64_t s = 1; s <= 3; ++s) {
+    for (uint64_t s = 1; s <= OFL_BOARD_DEPTH + 1; ++s) {
         ofl_board_call_t c;
         ofl_board_prepare(&c, nic, 0, &v, &out, 1, 4, sum_u32);
         ofl_board_rooted(&c, (ofl_board_kind_t) t->kind, 0);
@@ -595,12 +596,12 @@ static void test_rooted_ahead(void)
         pthread_join(tid[1], NULL);
         const char *name = OFL_BOARD_REDUCE == kind ? "reduce child" : "bcast root";
         int receiver = OFL_BOARD_REDUCE == kind ? 0 : 1;
-        CHECK(th[receiver].ok_first, "%s: two calls did not finish while the receiver was held",
-              name);
-        CHECK(th[receiver].ok_held, "%s: its third call finished before the receiver read the "
-              "first", name);
-        CHECK(th[0].ok_after && th[1].ok_after && 3 == atomic_load(&done),
-              "%s: the three calls did not all finish", name);
+        CHECK(th[receiver].ok_first, "%s: %d calls did not finish while the receiver was held",
+              name, OFL_BOARD_DEPTH);
+        CHECK(th[receiver].ok_held, "%s: call %d finished before the receiver read the first",
+              name, OFL_BOARD_DEPTH + 1);
+        CHECK(th[0].ok_after && th[1].ok_after && OFL_BOARD_DEPTH + 1 == atomic_load(&done),
+              "%s: the %d calls did not all finish", name, OFL_BOARD_DEPTH + 1);
         world_close(&w);
     }
 }

@@ -270,8 +270,8 @@ static void test_board(void)
     uint8_t send[100], out[100], tmp[OFL_BOARD_MAX_LINES * OFL_BOARD_LINE_BYTES];
     memset(send, 3, sizeof(send));
     const void *data = NULL;
-    /* rank 1's call-1 lines (parity 1) carry call 3: it cannot be ahead */
-    b->ops->board_post(b, 3, 0, send, sizeof(send));
+    /* rank 1's lines of call 1's slot carry call 1 + D: it cannot be ahead */
+    b->ops->board_post(b, 1 + OFL_BOARD_DEPTH, 0, send, sizeof(send));
     CHECK(-EPROTO == a->ops->board_read(a, 1, 1, 0, sizeof(send), tmp, &data), "line ahead");
     b->ops->board_post(b, 1, 0, send, sizeof(send));
     CHECK(1 == a->ops->board_read(a, 1, 1, 0, sizeof(send), tmp, &data) && data == tmp,
@@ -279,7 +279,7 @@ static void test_board(void)
     CHECK(0 == a->ops->board_read(a, 1, 5, 0, sizeof(send), tmp, &data), "older line");
     ofl_board_call_t c;
     ofl_board_prepare(&c, a, 5, send, out, sizeof(send), 1, sum_u8);
-    b->ops->board_post(b, 7, 0, send, sizeof(send));
+    b->ops->board_post(b, 5 + OFL_BOARD_DEPTH, 0, send, sizeof(send));
     CHECK(-1 == ofl_board_progress(&c) && -EPROTO == c.error, "board call on a line ahead");
     int peer = 0;
     CHECK(OFL_WAIT_FAILED == ofl_board_check(&c, 0.0, 0.0, &peer), "its check");
