@@ -24,9 +24,9 @@ static const mca_base_var_enum_value_t tree_kinds[] = {
 
 /* Per-size algorithm tables (see src/sched/policy.h), measured on one node. */
 static const char *const default_policy[OFL_COLL_COUNT] = {
-    [OFL_COLL_ALLREDUCE] = "board:224,exchange:16k,split",
-    [OFL_COLL_REDUCE] = "board:64,tree:16k,fallback:512k,tree",
-    [OFL_COLL_BCAST] = "board:128,tree:16k,get:64k,fallback:256k,get",
+    [OFL_COLL_ALLREDUCE] = "board:256,exchange:16k,split",
+    [OFL_COLL_REDUCE] = "board:256,tree:16k,fallback:512k,tree",
+    [OFL_COLL_BCAST] = "board:256,tree:16k,get:64k,fallback:256k,get",
     [OFL_COLL_BARRIER] = "board",
 };
 
@@ -351,11 +351,10 @@ static void register_sizes(const mca_base_component_t *c, mca_coll_offload_param
             "Algorithm by message size: comma-separated ALG[:MAXBYTES] in increasing size "
             "order; ALG: tree, fallback, exchange (allreduce/barrier; its bound applies to "
             "bytes x (ranks - 1), what each rank sends), split (allreduce), get (bcast, "
-            "single copy), board (up to 224 bytes, blocking calls: payload and count in "
-            "cache lines each rank alone writes, every rank reads every line; a reduce keeps "
-            "the result at the root, a bcast is the root's bytes ORed with zeros; "
-            "nonblocking calls take the exchange or the tree instead); the last entry may "
-            "omit its size; k/m/g suffixes. "
+            "single copy), board (up to 448 bytes and 16 ranks: each rank's payload in "
+            "cache lines only it writes; an allreduce reads every rank's, a reduce's root "
+            "its children's, a bcast's receivers the root's); the last entry may omit its "
+            "size; k/m/g suffixes. "
             "E.g. exchange:64k,split:4m,fallback",
             MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
             &p->policy_text[k]);

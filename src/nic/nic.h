@@ -149,7 +149,7 @@ typedef struct {
 /* Payload bytes per board line (a 64-byte line less its sequence number), and
  * the most lines a board payload may span. */
 #define OFL_BOARD_LINE_BYTES 56
-#define OFL_BOARD_MAX_LINES 4
+#define OFL_BOARD_MAX_LINES 8
 /* Board slots per rank: a call's lines are rewritten by the call this many later,
  * so a rank whose part of rooted calls only sends (or only receives) may run that
  * many calls ahead of the ranks it feeds before it has to look at them. */

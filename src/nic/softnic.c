@@ -264,9 +264,12 @@ static void sn_board_post(ofl_nic_t *b, uint64_t seq, uint64_t tag, const void *
         }
         atomic_store_explicit(board_seq(line), word, memory_order_release);
     }
-    /* The next call's first line was last read D - 1 calls ago: take it back now,
-     * while the caller goes on, rather than at that call's post. */
-    own_soon(board_line(nic, b->rank, seq + 1, 0));
+    /* The next call's lines were last read D - 1 calls ago: take back as many as
+     * this call used now, while the caller goes on, rather than at that call's
+     * post. */
+    for (uint64_t l = 0, n = board_lines(len); l < n; ++l) {
+        own_soon(board_line(nic, b->rank, seq + 1, l));
+    }
 }
 
 static int sn_board_read(ofl_nic_t *b, int peer, uint64_t seq, uint64_t tag, uint64_t len,

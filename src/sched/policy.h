@@ -24,11 +24,10 @@ typedef enum {
     OFL_ALG_SPLIT,      /* allreduce: segment ownership (reduce-scatter + allgather) */
     OFL_ALG_GET,        /* bcast: the tree, children reading the parent's buffer (single
                            copy; the tree where the NIC cannot read peers' memory) */
-    OFL_ALG_BOARD       /* blocking calls: payload and count in the NIC's board lines
-                           (engine/board.h; reduce and bcast as allreduces, the result kept
-                           at the root / the root's bytes ORed with zeros); exchange or
-                           tree where it does not fit, and for nonblocking and persistent
-                           calls */
+    OFL_ALG_BOARD       /* payload and count in the NIC's board lines (engine/board.h:
+                           allreduce and barrier read every rank's, a reduce's root its
+                           children's, a bcast's receivers the root's); exchange or tree
+                           where it does not fit */
 } ofl_alg_t;
 
 typedef struct {

@@ -1,5 +1,5 @@
 /*
- * Fuzz the board reader: rank 0 runs board allreduces (sums of uint8, 0..224
+ * Fuzz the board reader: rank 0 runs board allreduces (sums of uint8, 0..448
  * bytes, call after call) while the input writes rank 1's board lines, the
  * payload and the call number of each, near the right number or anywhere, as
  * a correct or a broken or hostile rank 1 might.

@@ -66,7 +66,8 @@ static volatile uint64_t *board_seq(uint8_t *seg, int rank, uint64_t seq)
     uint64_t counters
         = round_up(records + size * OFL_NIC_RECORDS * sizeof(ofl_nic_record_t), 4096);
     uint64_t board = counters + size * size * 2 * LINE;
-    uint64_t line = ((uint64_t) rank * OFL_BOARD_DEPTH + seq % OFL_BOARD_DEPTH) * 4;
+    uint64_t slot = (uint64_t) rank * OFL_BOARD_DEPTH + seq % OFL_BOARD_DEPTH;
+    uint64_t line = slot * OFL_BOARD_MAX_LINES;
     return (volatile uint64_t *) (seg + board + line * LINE + 56);
 }
 

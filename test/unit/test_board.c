@@ -1,7 +1,7 @@
 /*
  * Unit tests of the board (engine/board.h) on the software NIC, one thread per
  * rank, no MPI:
- *   results   1..16 ranks, thousands of back-to-back calls of 0..224 bytes
+ *   results   1..16 ranks, thousands of back-to-back calls of 0..448 bytes
  *             (integer sums checked against sums computed here, float sums
  *             bit for bit against the rank-order sum, in place and not)
  *   barrier   nobody leaves call s before everybody has entered it
@@ -215,9 +215,9 @@ static void *span_rank(void *arg)
     span_t *t = arg;
     ofl_nic_t *nic = &t->w->nic[t->rank].base;
     ofl_alu_fn bxor = ofl_alu_lookup(OFL_OP_BXOR, OFL_T_UINT8);
-    uint8_t send[224], recv[224];
+    uint8_t send[448], recv[448];
     for (uint64_t s = 1; s <= 3000; ++s) {
-        size_t len = (size_t) (s % 225);
+        size_t len = (size_t) (s % 449);
         for (size_t i = 0; i < len; ++i) {
             send[i] = (uint8_t) in_u32(t->rank, s, i);
         }
@@ -251,7 +251,7 @@ static void test_spanning(void)
     }
     for (int r = 0; r < 3; ++r) {
         pthread_join(tid[r], NULL);
-        CHECK(0 == th[r].bad, "rank %d: %d wrong bytes over 1..224-byte payloads", r,
+        CHECK(0 == th[r].bad, "rank %d: %d wrong bytes over 1..448-byte payloads", r,
               th[r].bad);
     }
     world_close(&w);
@@ -315,8 +315,8 @@ static void test_fits(void)
         return;
     }
     ofl_nic_t *nic = &w.nic[0].base;
-    CHECK(ofl_board_fits(nic, 0) && ofl_board_fits(nic, 224), "0 and 224 bytes fit");
-    CHECK(!ofl_board_fits(nic, 225), "225 bytes do not");
+    CHECK(ofl_board_fits(nic, 0) && ofl_board_fits(nic, 448), "0 and 448 bytes fit");
+    CHECK(!ofl_board_fits(nic, 449), "449 bytes do not");
     ofl_nic_ops_t none = *nic->ops;
     none.board_post = NULL;
     none.board_read = NULL;
