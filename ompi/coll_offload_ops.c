@@ -259,7 +259,8 @@ static int reduce_impl(const void *sbuf, void *rbuf, int count, struct ompi_data
     size_t bytes = count > 0 ? (size_t) count * dtype->super.size : 0;
     uint64_t sig = mca_coll_offload_sig(OFL_COLL_REDUCE, dtype, op, root, bytes);
     if (!ignore_policy && bytes <= p->max_bytes[OFL_COLL_REDUCE]
-        && OFL_ALG_FALLBACK == ofl_policy_pick(&p->policy[OFL_COLL_REDUCE], bytes, m->size)) {
+        && OFL_ALG_FALLBACK == ofl_policy_pick(&p->policy[OFL_COLL_REDUCE], bytes, m->size)
+        && !mca_coll_offload_crowded_tree(m, OFL_COLL_REDUCE, bytes, OFL_ALG_FALLBACK)) {
         /* The default policy's tiny reduces: straight down, before mapping the
          * op (the size a mapped call would have is this one, or it falls back
          * anyway). */
