@@ -11,10 +11,10 @@
  *              lines per rank, written only by that rank
  *   counters   [owner][feeder][chan] one cache line each: the CREDIT counter,
  *              written only by the feeder, read only by the owner
- *   board      [rank][slot: call number % OFL_BOARD_DEPTH][4 lines]: written only
- *              by rank, read by all;
- *              56 payload bytes and the writing call's sequence number per line
- *              (the board of nic.h: small allreduces and barriers)
+ *   board      [rank][slot: call number % OFL_BOARD_DEPTH][OFL_BOARD_MAX_LINES lines]:
+ *              written only by rank, read by all; 56 payload bytes and the writing
+ *              call's sequence number per line (the board of nic.h: small
+ *              allreduces, reduces, bcasts and barriers)
  *   mailboxes  [dst][src][chan] one stream each, a whole number of pages holding
  *              its [slot]s: written only by src, read only by dst; touched
  *              lazily, so streams no program uses cost no memory and one that is

@@ -107,7 +107,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int step = 0; step < 300 && in.n > 0; ++step) {
         uint8_t op = fz_u8(&in);
         int l = (op >> 3) % LINES;
-        uint64_t slot = (op >> 5) % OFL_BOARD_DEPTH;
         switch (op & 3) {
         case 0: {   /* rank 0 makes progress; done: the next call */
             if (!running) {
@@ -146,17 +145,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             break;
         }
-        case 1:     /* rank 1 posts a line: the right number for it, or near, with
-                     * the signature of rank 0's calls (0) or another */
-            *seq_of(1, slot, l) = (fz_near(&in, seq + (slot + OFL_BOARD_DEPTH
-                                                       - seq % OFL_BOARD_DEPTH)
-                                                          % OFL_BOARD_DEPTH)
-                                   << OFL_SIG_BOARD_BITS)
+        case 1: {   /* rank 1 posts a line of any slot: the number of the call that
+                     * would write it next, or near, with the signature of rank 0's
+                     * calls (0) or another */
+            uint64_t slot = fz_u8(&in) % OFL_BOARD_DEPTH;
+            uint64_t next = seq + (slot + OFL_BOARD_DEPTH - seq % OFL_BOARD_DEPTH)
+                                      % OFL_BOARD_DEPTH;
+            *seq_of(1, slot, l) = (fz_near(&in, next) << OFL_SIG_BOARD_BITS)
                                   | (uint64_t) (fz_u8(&in) & 1);
             break;
-        case 2:     /* rank 1 writes payload bytes */
+        }
+        case 2: {   /* rank 1 writes payload bytes */
+            uint64_t slot = fz_u8(&in) % OFL_BOARD_DEPTH;
             line_of(1, slot, l)[fz_u8(&in) % OFL_BOARD_LINE_BYTES] = fz_u8(&in);
             break;
+        }
         default: {  /* rank 1 posts its whole payload for the current call, honestly */
             uint8_t mine[LINES * OFL_BOARD_LINE_BYTES];
             for (size_t i = 0; i < count; ++i) {
