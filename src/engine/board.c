@@ -165,15 +165,20 @@ static int read_line(ofl_board_call_t *c, int peer)
     return rc;
 }
 
-/* Collect the payloads in rank order (a reduce's root: its own from send); 1 once
- * all are there, -1 on a corrupt line or a peer whose call differs (c->error). */
+/* Collect the payloads in rank order, this rank's own from send (a copy: send
+ * may be recv, which the combination overwrites before it reaches a rank >= 2;
+ * and its own line, just posted, cannot be read before the store reaches a
+ * peer that waits on it); 1 once all are there, -1 on a corrupt line or a peer
+ * whose call differs (c->error). */
 static int gather(ofl_board_call_t *c)
 {
     ofl_nic_t *nic = c->nic;
     for (; c->missing < nic->size; ++c->missing) {
-        if (OFL_BOARD_REDUCE == c->kind && c->missing == c->root) {
+        if (c->missing == nic->rank) {
             size_t len = c->count * c->elem;
-            memcpy(c->tmp[c->missing], c->send, len);   /* send may be recv */
+            if (len > 0) {
+                memcpy(c->tmp[c->missing], c->send, len);
+            }
             c->in[c->missing] = c->tmp[c->missing];
             continue;
         }
@@ -196,6 +201,9 @@ static int check_before(ofl_board_call_t *c)
         return 1;
     }
     for (int q = 0; q < nic->size; ++q) {
+        if (q == nic->rank) {
+            continue;
+        }
         uint64_t at, tag;
         int rc = nic->ops->board_seen(nic, q, c->seq - 1, &at, &tag);
         if (rc < 0) {
@@ -240,7 +248,7 @@ static int receive(ofl_board_call_t *c)
     if (0 == c->count) {
         return 1;
     }
-    /* Rank order, the own payload from the board too (send may be recv). */
+    /* Rank order (in[] never points into recv). */
     if (1 == nic->size) {
         memmove(c->recv, c->in[0], len);
         return 1;
