@@ -25,8 +25,8 @@ static const mca_base_var_enum_value_t tree_kinds[] = {
 /* Per-size algorithm tables (see src/sched/policy.h), measured on one node. */
 static const char *const default_policy[OFL_COLL_COUNT] = {
     [OFL_COLL_ALLREDUCE] = "board:256,exchange:16k,split",
-    [OFL_COLL_REDUCE] = "board:256,tree:16k,fallback:512k,tree",
-    [OFL_COLL_BCAST] = "board:256,tree:16k,get:64k,fallback:256k,get",
+    [OFL_COLL_REDUCE] = "board:256,tree:32k,fallback:256k,tree",
+    [OFL_COLL_BCAST] = "board:256,tree:16k,get",
     [OFL_COLL_BARRIER] = "board",
 };
 

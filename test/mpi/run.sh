@@ -517,7 +517,7 @@ TEST_TIMEOUT=180 run t_stress 3 "" --soak 30 $expect
 # Tiny reduces and bcasts handed to the fallback (small fallback entries in their
 # policies, which the defaults run on the board): right answers there too, and
 # 8/16-bit sums wrapped (t_wrap, without --mca op ^avx).
-tiny_fallback="--mca coll_offload_reduce_policy fallback:64,tree:16k,fallback:512k,tree"
+tiny_fallback="--mca coll_offload_reduce_policy fallback:64,tree:32k,fallback:256k,tree"
 tiny_fallback="$tiny_fallback --mca coll_offload_bcast_policy fallback:128,tree:16k,get:64k,fallback:256k,get"
 # shellcheck disable=SC2086
 run t_coll 3 "$tiny_fallback" --quick $expect
