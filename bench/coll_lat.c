@@ -1,8 +1,10 @@
 /*
  * coll_lat: latency of one MPI collective over a sweep of message sizes.
  *
- *   coll_lat -c allreduce|reduce|bcast|barrier [-m MIN:MAX] [-i ITERS] [-x WARMUP]
- *            [-f csv|text] [-h]
+ *   coll_lat -c COLL [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-f csv|text] [-h]
+ *
+ * COLL is allreduce, reduce, bcast or barrier (blocking); iallreduce, ireduce, ibcast or
+ * ibarrier (nonblocking); pallreduce, preduce, pbcast or pbarrier (persistent); or forms.
  *
  * The measurement follows the usual micro-benchmark recipe: for every power-of-two
  * size, run WARMUP untimed calls, synchronise with MPI_Barrier, then time ITERS
@@ -11,15 +13,19 @@
  * and maximum over the ranks.
  *
  * allreduce and reduce use MPI_FLOAT / MPI_SUM (count = bytes / 4), bcast uses
- * MPI_CHAR, and the root is rank 0. iallreduce times MPI_Iallreduce + MPI_Wait,
- * pallreduce MPI_Start + MPI_Wait of a persistent allreduce (MPI_Allreduce_init,
- * made once per size outside the timing).  forms times those three forms of allreduce
+ * MPI_CHAR, and the root is rank 0; the nonblocking and persistent forms of each use the
+ * same arguments, so the three forms of one collective are comparable size by size.  The
+ * i-forms (iallreduce, ireduce, ibcast, ibarrier) time MPI_I<coll> + MPI_Wait, the
+ * p-forms (pallreduce, preduce, pbcast, pbarrier) MPI_Start + MPI_Wait of a persistent
+ * request (MPI_<Coll>_init, made once per size outside the timing and freed after it, as
+ * an application would amortise it).  forms times the three forms of allreduce
  * in turn, in 60 alternating blocks of ITERS / 60 calls, and reports each form's median
  * block: a slow phase of the machine then hits all three alike, so their ratios hold
- * even where absolute numbers drift between runs.  barrier has no message and is
- * reported once with bytes = 0.  After each timed loop the result of the last call is checked, so
- * a collective component that returns wrong data makes the program exit with an
- * error instead of silently reporting a latency.
+ * even where absolute numbers drift between runs.  barrier, ibarrier and pbarrier have
+ * no message and are reported once with bytes = 0.  After each timed loop the result of
+ * the last call is checked (for every form), so a collective component that returns
+ * wrong data makes the program exit with an error instead of silently reporting a
+ * latency.
  *
  * The per-rank latencies are collected with MPI_Gather rather than MPI_Reduce so the
  * statistics do not depend on the reduction code of the component being measured.
@@ -43,21 +49,49 @@
 #define ITERS_LARGE 100
 #define MAX_BYTES_LIMIT (1L << 30)
 
+/* coll_names[] must list the names in the order of this enum. */
 enum coll_kind {
     COLL_ALLREDUCE, COLL_REDUCE, COLL_BCAST, COLL_BARRIER, COLL_IALLREDUCE, COLL_PALLREDUCE,
+    COLL_IREDUCE, COLL_IBCAST, COLL_IBARRIER, COLL_PREDUCE, COLL_PBCAST, COLL_PBARRIER,
     COLL_FORMS
 };
 
 static const char *const coll_names[] = {
-    "allreduce", "reduce", "bcast", "barrier", "iallreduce", "pallreduce", "forms"
+    "allreduce", "reduce", "bcast", "barrier", "iallreduce", "pallreduce",
+    "ireduce", "ibcast", "ibarrier", "preduce", "pbcast", "pbarrier", "forms"
 };
 
 /* -c forms: the three forms of allreduce, timed in alternating blocks. */
 #define FORMS_BLOCKS 60
 static const enum coll_kind forms[3] = { COLL_ALLREDUCE, COLL_IALLREDUCE, COLL_PALLREDUCE };
 
-/* The persistent allreduce of the current size (pallreduce). */
+/* The persistent request of the current size (the p-forms and forms). */
 static MPI_Request persistent = MPI_REQUEST_NULL;
+
+/*
+ * The blocking collective that a form is a variant of: its buffers, sizes and result
+ * check are the blocking one's, so that only the way the call is made differs.
+ */
+static enum coll_kind base_of(enum coll_kind coll)
+{
+    switch (coll) {
+    case COLL_IALLREDUCE:
+    case COLL_PALLREDUCE:
+    case COLL_FORMS:
+        return COLL_ALLREDUCE;
+    case COLL_IREDUCE:
+    case COLL_PREDUCE:
+        return COLL_REDUCE;
+    case COLL_IBCAST:
+    case COLL_PBCAST:
+        return COLL_BCAST;
+    case COLL_IBARRIER:
+    case COLL_PBARRIER:
+        return COLL_BARRIER;
+    default:
+        return coll;
+    }
+}
 
 struct options {
     enum coll_kind coll;
@@ -76,9 +110,15 @@ struct buffers {
 static void usage(FILE *out, const char *prog)
 {
     fprintf(out,
-            "usage: %s -c allreduce|reduce|bcast|barrier|iallreduce|pallreduce|forms\n"
-            "          [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-f csv|text] [-h]\n"
-            "  -c COLL     collective to time (required)\n"
+            "usage: %s -c COLL [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-f csv|text] [-h]\n"
+            "  -c COLL     collective to time (required):\n"
+            "              blocking:    allreduce, reduce, bcast, barrier\n"
+            "              nonblocking: iallreduce, ireduce, ibcast, ibarrier\n"
+            "                           (MPI_I<coll> + MPI_Wait)\n"
+            "              persistent:  pallreduce, preduce, pbcast, pbarrier\n"
+            "                           (MPI_Start + MPI_Wait; MPI_<Coll>_init once per size)\n"
+            "              forms:       allreduce, iallreduce, pallreduce in alternating\n"
+            "                           blocks\n"
             "  -m MIN:MAX  message sizes in bytes, powers of two from MIN to MAX\n"
             "              (default %ld:%ld; \"MAX\" alone means %ld:MAX)\n"
             "  -i ITERS    timed iterations per size (default %d below %ld B,\n"
@@ -225,7 +265,7 @@ static int parse_args(int argc, char **argv, struct options *opt, int verbose)
         return -1;
     }
     /* Reductions work on whole floats: start the sweep at one element. */
-    if (opt->coll != COLL_BCAST && opt->coll != COLL_BARRIER
+    if (base_of(opt->coll) != COLL_BCAST && base_of(opt->coll) != COLL_BARRIER
         && opt->min_bytes < (long)sizeof(float)) {
         opt->min_bytes = sizeof(float);
         if (opt->max_bytes < opt->min_bytes) {
@@ -240,7 +280,7 @@ static int iters_for(const struct options *opt, long bytes)
     if (opt->iters > 0) {
         return opt->iters;
     }
-    if (opt->coll == COLL_BARRIER || bytes < SMALL_LIMIT) {
+    if (base_of(opt->coll) == COLL_BARRIER || bytes < SMALL_LIMIT) {
         return ITERS_SMALL;
     }
     if (bytes <= MEDIUM_LIMIT) {
@@ -257,10 +297,10 @@ static int warmup_for(const struct options *opt, int iters)
     return iters / 10 > 0 ? iters / 10 : 1;
 }
 
-/* The size after 'bytes' in the sweep; barrier has a single, message-less step. */
+/* The size after 'bytes' in the sweep; barriers have a single, message-less step. */
 static long next_size(const struct options *opt, long bytes)
 {
-    if (opt->coll == COLL_BARRIER) {
+    if (base_of(opt->coll) == COLL_BARRIER) {
         return LONG_MAX;
     }
     return bytes * 2;
@@ -277,28 +317,22 @@ static char bcast_value(long i)
     return (char)(i * 31 + 7);
 }
 
-/* Fill the buffers for one message size before the warmup. */
-static void prepare(const struct options *opt, struct buffers *b, long bytes, int rank)
+/*
+ * Fill the buffers for one message size before the warmup and, for the persistent forms,
+ * make this size's request (after the buffers, which it is bound to).  Returns the
+ * return code of MPI_<Coll>_init, or MPI_SUCCESS.
+ */
+static int prepare(const struct options *opt, struct buffers *b, long bytes, int rank)
 {
     long count = bytes / (long)sizeof(float);
     long i;
 
-    switch (opt->coll) {
+    switch (base_of(opt->coll)) {
     case COLL_ALLREDUCE:
     case COLL_REDUCE:
-    case COLL_IALLREDUCE:
-    case COLL_PALLREDUCE:
-    case COLL_FORMS:
         for (i = 0; i < count; i++) {
             b->send[i] = input_value(rank, i);
             b->recv[i] = -1.0f;
-        }
-        if (COLL_PALLREDUCE == opt->coll || COLL_FORMS == opt->coll) {
-            if (MPI_REQUEST_NULL != persistent) {
-                MPI_Request_free(&persistent);
-            }
-            MPI_Allreduce_init(b->send, b->recv, (int)count, MPI_FLOAT, MPI_SUM,
-                                MPI_COMM_WORLD, MPI_INFO_NULL, &persistent);
         }
         break;
     case COLL_BCAST:
@@ -306,14 +340,42 @@ static void prepare(const struct options *opt, struct buffers *b, long bytes, in
             ((char *)b->send)[i] = rank == 0 ? bcast_value(i) : 0;
         }
         break;
-    case COLL_BARRIER:
+    default:
         break;
     }
+
+    /* The previous size's request is bound to that size's count. */
+    if (MPI_REQUEST_NULL != persistent) {
+        MPI_Request_free(&persistent);
+    }
+    switch (opt->coll) {
+    case COLL_PALLREDUCE:
+    case COLL_FORMS:
+        return MPI_Allreduce_init(b->send, b->recv, (int)count, MPI_FLOAT, MPI_SUM,
+                                  MPI_COMM_WORLD, MPI_INFO_NULL, &persistent);
+    case COLL_PREDUCE:
+        return MPI_Reduce_init(b->send, b->recv, (int)count, MPI_FLOAT, MPI_SUM, 0,
+                               MPI_COMM_WORLD, MPI_INFO_NULL, &persistent);
+    case COLL_PBCAST:
+        return MPI_Bcast_init(b->send, (int)bytes, MPI_CHAR, 0, MPI_COMM_WORLD, MPI_INFO_NULL,
+                              &persistent);
+    case COLL_PBARRIER:
+        return MPI_Barrier_init(MPI_COMM_WORLD, MPI_INFO_NULL, &persistent);
+    default:
+        return MPI_SUCCESS;
+    }
+}
+
+/* A nonblocking call's return code, completed with MPI_Wait when the post succeeded. */
+static int wait_posted(int rc, MPI_Request *req)
+{
+    return MPI_SUCCESS == rc ? MPI_Wait(req, MPI_STATUS_IGNORE) : rc;
 }
 
 static int run_form(enum coll_kind coll, struct buffers *b, long bytes)
 {
     int count = (int)(bytes / (long)sizeof(float));
+    MPI_Request req;
 
     switch (coll) {
     case COLL_ALLREDUCE:
@@ -324,16 +386,23 @@ static int run_form(enum coll_kind coll, struct buffers *b, long bytes)
         return MPI_Bcast(b->send, (int)bytes, MPI_CHAR, 0, MPI_COMM_WORLD);
     case COLL_BARRIER:
         return MPI_Barrier(MPI_COMM_WORLD);
-    case COLL_IALLREDUCE: {
-        MPI_Request req;
-        int rc = MPI_Iallreduce(b->send, b->recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
-                                &req);
-        return MPI_SUCCESS == rc ? MPI_Wait(&req, MPI_STATUS_IGNORE) : rc;
-    }
-    case COLL_PALLREDUCE: {
-        int rc = MPI_Start(&persistent);
-        return MPI_SUCCESS == rc ? MPI_Wait(&persistent, MPI_STATUS_IGNORE) : rc;
-    }
+    case COLL_IALLREDUCE:
+        return wait_posted(MPI_Iallreduce(b->send, b->recv, count, MPI_FLOAT, MPI_SUM,
+                                          MPI_COMM_WORLD, &req), &req);
+    case COLL_IREDUCE:
+        return wait_posted(MPI_Ireduce(b->send, b->recv, count, MPI_FLOAT, MPI_SUM, 0,
+                                       MPI_COMM_WORLD, &req), &req);
+    case COLL_IBCAST:
+        return wait_posted(MPI_Ibcast(b->send, (int)bytes, MPI_CHAR, 0, MPI_COMM_WORLD, &req),
+                           &req);
+    case COLL_IBARRIER:
+        return wait_posted(MPI_Ibarrier(MPI_COMM_WORLD, &req), &req);
+    case COLL_PALLREDUCE:
+    case COLL_PREDUCE:
+    case COLL_PBCAST:
+    case COLL_PBARRIER:
+        /* prepare() made this size's request; MPI_Wait makes it inactive, not null. */
+        return wait_posted(MPI_Start(&persistent), &persistent);
     case COLL_FORMS:
         break;
     }
@@ -352,16 +421,14 @@ static long check(const struct options *opt, const struct buffers *b, long bytes
     long count = bytes / (long)sizeof(float);
     long i;
 
-    switch (opt->coll) {
+    switch (base_of(opt->coll)) {
     case COLL_REDUCE:
+        /* Only the root's receive buffer is defined. */
         if (rank != 0) {
             return -1;
         }
         /* fall through */
     case COLL_ALLREDUCE:
-    case COLL_IALLREDUCE:
-    case COLL_PALLREDUCE:
-    case COLL_FORMS:
         for (i = 0; i < count; i++) {
             float want = (float)(nranks * (nranks + 1) / 2 * (int)(i % 7 + 1));
             if (b->recv[i] != want) {
@@ -376,7 +443,7 @@ static long check(const struct options *opt, const struct buffers *b, long bytes
             }
         }
         break;
-    case COLL_BARRIER:
+    default:
         break;
     }
     return -1;
@@ -493,7 +560,7 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
 
     /* Page-aligned buffers, touched once so first-use page faults are not timed. */
-    alloc = opt.coll == COLL_BARRIER ? (long)sizeof(float) : opt.max_bytes;
+    alloc = base_of(opt.coll) == COLL_BARRIER ? (long)sizeof(float) : opt.max_bytes;
     if (posix_memalign((void **)&b.send, 4096, (size_t)alloc) != 0
         || posix_memalign((void **)&b.recv, 4096, (size_t)alloc) != 0) {
         fprintf(stderr, "coll_lat: rank %d: cannot allocate 2 x %ld bytes\n", rank, alloc);
@@ -522,7 +589,7 @@ int main(int argc, char **argv)
     while (first < opt.min_bytes) {
         first <<= 1;
     }
-    if (opt.coll == COLL_BARRIER) {
+    if (base_of(opt.coll) == COLL_BARRIER) {
         first = 0;
     }
 
@@ -533,7 +600,11 @@ int main(int argc, char **argv)
         long bad;
         int i, any_bad;
 
-        prepare(&opt, &b, bytes, rank);
+        if (prepare(&opt, &b, bytes, rank) != MPI_SUCCESS) {
+            fprintf(stderr, "coll_lat: rank %d: %s: making the persistent request failed "
+                    "at %ld bytes\n", rank, coll_names[opt.coll], bytes);
+            MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE);
+        }
         if (COLL_FORMS == opt.coll) {
             double fl[3];
             if (measure_forms(&b, bytes, iters, warmup, fl) != 0) {

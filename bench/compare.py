@@ -9,6 +9,11 @@ of --mca arguments that picks the collective component under test:
     sm       --mca coll sm,tuned,libnbc,basic,self,inter --mca coll_sm_priority 100
     offload-rt  as offload, with --mca coll_offload_agent_preempt 2 (real-time agent)
 
+The collectives are coll_lat's blocking allreduce, reduce, bcast and barrier; --colls can
+add their nonblocking forms (iallreduce, ireduce, ibcast, ibarrier: MPI_I<coll> + MPI_Wait)
+and persistent forms (pallreduce, preduce, pbcast, pbarrier: MPI_Start + MPI_Wait of a
+request made once per size), which run under the same selections and get the same tables.
+
 The runs are interleaved (A B C A B C ...) and each size's latency is the median over
 the repeats, which keeps a noisy machine from favouring whichever selection happened to
 run during a quiet moment.  Results go to --out (default results/):
@@ -48,8 +53,13 @@ import sys
 import time
 
 COLLS = ("allreduce", "reduce", "bcast", "barrier")
-# Also timed on request (--colls): coll_lat's nonblocking and persistent allreduce.
-EXTRA_COLLS = ("iallreduce", "pallreduce")
+# Also timed on request (--colls): coll_lat's nonblocking (MPI_I<coll> + MPI_Wait) and
+# persistent (MPI_Start + MPI_Wait) forms of the four.  They run under the same selections
+# as the blocking ones; in the stock selections libnbc serves both forms.
+EXTRA_COLLS = ("iallreduce", "pallreduce", "ireduce", "ibcast", "ibarrier",
+               "preduce", "pbcast", "pbarrier")
+# No message: a single row with bytes = 0, charted as bars instead of a curve.
+BARRIERS = ("barrier", "ibarrier", "pbarrier")
 FALLBACK = "libnbc,basic,self,inter"
 SELECTIONS = {
     "offload": ["--mca", "coll", "offload,tuned," + FALLBACK],
@@ -109,7 +119,8 @@ def parse_args(argv):
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--np", default="2",
                    help="number of ranks, or a comma-separated list (2,4,8): a table per np")
-    p.add_argument("--colls", default=",".join(COLLS), help="collectives to time")
+    p.add_argument("--colls", default=",".join(COLLS),
+                   help="collectives to time; also on request: %s" % ", ".join(EXTRA_COLLS))
     p.add_argument("--sizes", default="4:1048576", help="MIN:MAX message bytes (coll_lat -m)")
     p.add_argument("--select", default="offload,tuned,sm",
                    help="selections to compare (%s); ratios are relative to the first"
@@ -443,6 +454,13 @@ def build_tables(a, medians, notes, by_rep=None):
     return "\n".join(out)
 
 
+def coll_title(coll):
+    """The MPI call a coll_lat name times: a p-form is the persistent MPI_<Coll>_init."""
+    if coll in EXTRA_COLLS and coll[0] == "p" and coll[1:] in COLLS:
+        return "MPI_%s_init (Start + Wait)" % coll[1:].capitalize()
+    return "MPI_%s" % coll.capitalize()
+
+
 def make_chart(a, medians, path, stamp):
     try:
         import matplotlib
@@ -476,9 +494,9 @@ def make_chart(a, medians, path, stamp):
 
     for (np, coll), (r, c) in place.items():
         ax = axes[r][c]
-        title = "MPI_%s" % coll.capitalize() + ("" if len(a.np) == 1 else "  (np = %d)" % np)
+        title = coll_title(coll) + ("" if len(a.np) == 1 else "  (np = %d)" % np)
         ax.set_title(title, fontsize=12, fontweight="bold")
-        if coll == "barrier":
+        if coll in BARRIERS:
             # No message size: one bar per selection with its latency printed on top.
             # A selection without data keeps its slot, labelled n/a.
             names = list(a.select)
