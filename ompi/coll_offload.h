@@ -137,6 +137,8 @@ typedef struct {
     ofl_program_t *bcast_get; /* [size]: children read the parent's buffer */
     int single_copy;          /* every rank can read every other's memory */
     int crowded;              /* some rank's node has more ranks than cores (agreed) */
+    int repsum_mixed;         /* ranks disagree on reproducible sums (the info key): their
+                                 sums are different calls, so every fallback checks */
     size_t shm_share;         /* bytes counted in the component's shm_bytes for us */
     int board;                /* small allreduces/barriers may use the board */
     /* A board reduce's result at ranks other than the root, and a board bcast's
@@ -399,9 +401,10 @@ int mca_coll_offload_refuse(mca_coll_offload_module_t *m, const char *what,
 /* A blocking call of `bytes` handed to the fallback (for `reason`, OFL_R_*) as
  * call `callno` (from begin): wait until every peer has recorded the same call (a
  * peer that offloads it would otherwise wait for us for ever while we wait in the
- * fallback for it) — unless the size policy chose the fallback for a call of at
- * most coll_offload_agree_above bytes: then only a mismatch already reported on
- * the communicator ends it. MPI_SUCCESS, or the error to return. */
+ * fallback for it) — unless the size policy chose the fallback (for a call of at
+ * most coll_offload_agree_above bytes, or of any size when that is -1) and
+ * coll_offload_check is off: then only a mismatch already reported on the
+ * communicator ends it. MPI_SUCCESS, or the error to return. */
 int mca_coll_offload_agree(mca_coll_offload_module_t *m, const char *what, uint64_t sig,
                            int64_t callno, int reason, size_t bytes,
                            struct ompi_communicator_t *comm);
@@ -447,6 +450,10 @@ struct ompi_datatype_t *mca_coll_offload_repsum_type(void);
 struct ompi_datatype_t *mca_coll_offload_repsum_meta_type(void);
 struct ompi_datatype_t *mca_coll_offload_repsum_wide_type(void);
 struct ompi_op_t *mca_coll_offload_repsum_op(void);
+/* Would this rank's float sums on `comm` be reproducible (its own answer, as the
+ * first float sum takes it)? The set-up compares it across ranks. */
+int mca_coll_offload_repsum_asked(struct ompi_communicator_t *comm);
+
 /* 1 when (dtype, op) is a float sum this communicator makes reproducible (the
  * mode is taken at its first float sum: coll_offload_repsum.c). */
 int mca_coll_offload_repsum_wanted(mca_coll_offload_repsum_t *r, struct ompi_datatype_t *dtype,

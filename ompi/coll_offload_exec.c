@@ -158,7 +158,8 @@ int mca_coll_offload_agree(mca_coll_offload_module_t *m, const char *what, uint6
     }
     const mca_coll_offload_params_t *p = &mca_coll_offload_component.params;
     int above = p->agree_above;
-    if (!p->check && (above < 0 || (OFL_R_POLICY == reason && bytes <= (size_t) above))) {
+    if (!p->check && !m->repsum_mixed && OFL_R_POLICY == reason
+        && (above < 0 || bytes <= (size_t) above)) {
         int a, b;
         uint64_t sig_a, sig_b;
         if (OPAL_UNLIKELY(m->nic->ops->mismatched(m->nic, &a, &sig_a, &b, &sig_b))) {

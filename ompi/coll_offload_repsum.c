@@ -50,11 +50,16 @@ static int asked_here(struct ompi_communicator_t *comm)
  * 32 bytes per value), which the call records report as an argument mismatch
  * (MPI_ERR_ARG on every rank) once the communicator's NIC is set up.
  */
+int mca_coll_offload_repsum_asked(struct ompi_communicator_t *comm)
+{
+    return asked_here(comm) && NULL != mca_coll_offload_repsum_type();
+}
+
 /* The communicator's first float sum: take this rank's answer and keep it. */
 static __attribute__((noinline)) int decide(mca_coll_offload_repsum_t *r,
                                             struct ompi_communicator_t *comm)
 {
-    int on = asked_here(comm) && NULL != mca_coll_offload_repsum_type();
+    int on = mca_coll_offload_repsum_asked(comm);
     int mode = on ? OFL_REPSUM_ON : OFL_REPSUM_OFF;
     __atomic_store_n(&r->mode, mode, __ATOMIC_RELAXED);
     if (mca_coll_offload_component.params.verbose >= 10) {

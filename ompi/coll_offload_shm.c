@@ -81,6 +81,8 @@ enum {
     VOTE_ANON,      /* the anonymous segment could be reopened (else: use a name) */
     VOTE_CAP,       /* this rank's share fits under its part of coll_offload_shm_cap */
     VOTE_CORES,     /* this node has a core for every rank Open MPI put on it */
+    VOTE_REPSUM,    /* reproducible sums are on here */
+    VOTE_PLAIN,     /* ... off here (both 0 after MIN: the ranks disagree) */
     VOTE_COUNT
 };
 
@@ -202,7 +204,9 @@ static int setup_attempt(mca_coll_offload_module_t *m, struct ompi_communicator_
 {
     setup_msg_t msg;
     memset(&msg, 0, sizeof(msg));
-    int vote[VOTE_COUNT] = { local_ok, 1, 1, cap_ok, !ofl_glue_oversubscribed() };
+    int repsum = mca_coll_offload_repsum_asked(comm);
+    int vote[VOTE_COUNT] = { local_ok, 1, 1, cap_ok, !ofl_glue_oversubscribed(), repsum,
+                             !repsum };
     int fd = -1;
     volatile uint64_t probe = ((uint64_t) getpid() << 32) ^ 0x6f666c6f6164ull;
 
@@ -317,6 +321,7 @@ static void setup_ready(mca_coll_offload_module_t *m, struct ompi_communicator_t
     }
     m->single_copy = all_votes[VOTE_GET];
     m->crowded = !all_votes[VOTE_CORES];
+    m->repsum_mixed = !all_votes[VOTE_REPSUM] && !all_votes[VOTE_PLAIN];
     if (m->crowded && p->crowded_max >= 0) {
         opal_output_verbose(1, c->output,
                             "coll:offload: %s: more ranks than cores on the node: reduces and "

@@ -160,11 +160,12 @@ static const glue_var_t late_vars[] = {
       "datatype, count, root), so that ranks passing different arguments, some of which "
       "offload the call, get MPI_ERR_ARG instead of waiting for each other for ever. "
       "Calls that the size policy hands down (coll_offload_<coll>_policy) wait so only "
-      "above this many bytes: below, the fallback was chosen because it is faster, and "
-      "waiting for the last rank would cost more than the call (a mismatch that sends "
-      "such a call different ways then hangs, as it does without coll/offload). Calls "
-      "handed down for other reasons (user op, derived datatype, size cap, count 0) "
-      "always wait. -1: none waits" },
+      "above this many bytes; -1 (default): never (coll_offload_check=1 makes them "
+      "wait): the policy chose the fallback because it is faster, and the wait would "
+      "cost 3-6 percent (ranks can take different ways there only with different byte counts, "
+      "an erroneous call that may then hang, as such a call can without coll/offload). "
+      "Calls handed down for other reasons (user op, derived datatype, size cap, count "
+      "0) always wait" },
     { "agent", VAR_INT, OPAL_INFO_LVL_5, PARAM(agent),
       "Start a progress agent thread (one per process) at the first nonblocking or "
       "persistent collective, so those progress while the application computes; "
@@ -304,7 +305,7 @@ static void set_defaults(mca_coll_offload_params_t *p)
     p->ofi_after = 16;
     p->ofi_provider = (char *) "";
     p->ofi_native = 1;
-    p->agree_above = 1024;
+    p->agree_above = -1;
     p->ofi_fabric = (char *) "";
     p->inject = (char *) "";
     p->repsum = 0;

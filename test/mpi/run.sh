@@ -572,14 +572,15 @@ if [ "$EXPECT_OFFLOAD" = 1 ]; then
     done
     TEST_TIMEOUT=90 run t_mismatch 9 "" --quick
     # Tiny calls: the default policies run tiny reduces and bcasts on the board,
-    # where a mismatch is found like any other; handed to the fallback, only the
-    # agreement of every blocking fallback (agree_above 0) finds it.
+    # where a mismatch is found like any other; handed to the fallback by the size
+    # policy (tiny or mid-size: --policy), only the agreement of every blocking
+    # fallback (agree_above 0, or the full checks) finds it.
     # Full checks (coll_offload_check=1): every rank's mismatched blocking call fails,
     # a reduce's sending children and a bcast's root included.
     TEST_TIMEOUT=60 run t_mismatch 2 "--mca coll_offload_check 1" --strict
     TEST_TIMEOUT=60 run t_mismatch 3 "--mca coll_offload_check 1" --strict
     TEST_TIMEOUT=60 run t_mismatch 3 "" --tiny
-    TEST_TIMEOUT=60 run t_mismatch 3 "--mca coll_offload_agree_above 0 $tiny_fallback" --tiny
+    TEST_TIMEOUT=60 run t_mismatch 3 "--mca coll_offload_agree_above 0 $tiny_fallback" --tiny --policy
     # A peer killed mid-collective and a late peer under the watchdog: the
     # others must return an error, not hang. The job itself ends abnormally
     # (a rank is gone, survivors cannot finalize), so mpirun's status is moot.

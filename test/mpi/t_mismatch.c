@@ -6,12 +6,14 @@
  * mismatching ranks; never a wrong answer, a hang, or a write outside the
  * receive buffers.
  *
- *   t_mismatch [--quick] [--tiny] [--strict]
+ *   t_mismatch [--quick] [--tiny] [--policy] [--strict]
  *
  * --quick leaves out the cases where ranks take different paths through the
  * component (offloaded against handed to the fallback); --tiny adds two where the
- * fallback is the size policy's for tiny calls, which check the peers only with
- * --mca coll_offload_agree_above 0.
+ * fallback is the size policy's for tiny calls, and --policy two where it is the
+ * size policy's for mid-size ones: a blocking call the size policy hands down
+ * checks the peers only with --mca coll_offload_agree_above 0 or
+ * coll_offload_check 1 (--strict implies --policy).
  *
  * Each case runs on a fresh communicator (MPI_ERRORS_RETURN) that a correct
  * allreduce first sets up; then rank size-1 (the "odd" rank) passes its
@@ -344,12 +346,14 @@ static void run_case(const char *what, int kind, const args_t *good, const args_
 
 int main(int argc, char **argv)
 {
-    int quick = 0, tiny = 0;
+    int quick = 0, tiny = 0, policy = 0;
     for (int i = 1; i < argc; ++i) {
         quick |= 0 == strcmp(argv[i], "--quick");
         tiny |= 0 == strcmp(argv[i], "--tiny");
+        policy |= 0 == strcmp(argv[i], "--policy");
         strict_all |= 0 == strcmp(argv[i], "--strict");
     }
+    policy |= strict_all;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -420,16 +424,20 @@ int main(int argc, char **argv)
         b = g;
         b.op = user_sum;
         run_case("allreduce-user-op", kind, &g, &b);
-        g = (args_t) { C_REDUCE, MPI_SUM, MPI_INT, large, 0 };
-        b = g;
-        b.count = 16384;   /* 64 KiB: the default policy's fallback range 32-256 KiB */
-        run_case("reduce-count-fallback", kind, &g, &b);
         g = (args_t) { C_BCAST, MPI_SUM, MPI_INT, large, 0 };
         b = g;
         /* 192 KiB: the single-copy get against the others' tree by default; in the
-         * fallback range 64-256 KiB of the policy that run.sh's --tiny run passes */
+         * fallback range 64-256 KiB of the policy that run.sh passes with --policy */
         b.count = 49152;
         run_case("bcast-count-fallback", kind, &g, &b);
+        if (policy) {
+            /* 64 KiB: the default policy's fallback range 32-256 KiB (on a node with
+             * more ranks than cores the tree runs it, against the others' tree) */
+            g = (args_t) { C_REDUCE, MPI_SUM, MPI_INT, large, 0 };
+            b = g;
+            b.count = 16384;
+            run_case("reduce-count-fallback", kind, &g, &b);
+        }
         if (tiny) {
             /* The default policy's tiny fallbacks (reduce <= 64 B, bcast <= 128 B)
              * wait for the records only with coll_offload_agree_above below

@@ -378,8 +378,8 @@ int main(int argc, char **argv)
         /* the NIC is set up at the first offloaded call: a barrier's, whatever
          * the allreduce policy */
         t_check_rc(MPI_Barrier(mixed), "set-up barrier");
-        /* 200 doubles: above coll_offload_agree_above (1 KiB) in either mode, so
-         * that a policy sending the call to the layer below checks it too */
+        /* 200 doubles, which a policy may send to the layer below: the set-up
+         * found the ranks disagreeing, so that checks the call too */
         double d[200], out[200];
         for (int i = 0; i < 200; ++i) {
             d[i] = 1.0 + i;
