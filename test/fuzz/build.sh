@@ -1,7 +1,7 @@
 #!/bin/sh
 # Build the libFuzzer harnesses (clang -fsanitize=fuzzer,address,undefined)
 # against the sources of src/ directly: build.sh [OUTDIR] (default: build/
-# next to this script). FUZZ_HARNESSES picks some (default: all six). Needs
+# next to this script). FUZZ_HARNESSES picks some (default: all seven). Needs
 # clang with its sanitizer and libFuzzer runtimes (Debian: clang and
 # libclang-rt-14-dev) and libfabric's headers (libfabric-dev).
 set -eu
@@ -24,7 +24,7 @@ for f in $core; do
     fi
     objs="$objs $o"
 done
-for h in ${FUZZ_HARNESSES:-attach mailbox get board ofi policy}; do
+for h in ${FUZZ_HARNESSES:-attach mailbox get board ofi policy rules}; do
     $CC $cflags -fsanitize=fuzzer -o "$out/fuzz_$h" "$here/fuzz_$h.c" $objs \
         -lrt -lpthread -ldl -lm
 done

@@ -7,13 +7,13 @@
 # FUZZ_SEED (default 1) fixes libFuzzer's seed so that a bounded run explores
 # the same way on every machine; FUZZ_SEED=0 takes a random one (longer runs
 # by hand, to look for new findings; a finding's input then joins corpus/).
-#   run.sh [HARNESS...]      default: attach mailbox get board ofi policy
+#   run.sh [HARNESS...]      default: attach mailbox get board ofi policy rules
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 secs=${FUZZ_SECONDS:-15}
 seed=${FUZZ_SEED:-1}
 work=${FUZZ_WORK:-$(mktemp -d /tmp/ofl-fuzz.XXXXXX)}
-harnesses=${*:-attach mailbox get board ofi policy}
+harnesses=${*:-attach mailbox get board ofi policy rules}
 mkdir -p "$work"
 if ! FUZZ_HARNESSES="$harnesses" sh "$here/build.sh" "$work" > "$work/build.log" 2>&1; then
     cat "$work/build.log"
