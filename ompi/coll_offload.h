@@ -137,6 +137,9 @@ typedef struct {
     ofl_program_t *bcast_get; /* [size]: children read the parent's buffer */
     int single_copy;          /* every rank can read every other's memory */
     int crowded;              /* some rank's node has more ranks than cores (agreed) */
+    /* Per collective, the size policy in force: the MCA value's, or once the set-up
+     * has found every rank reading the same rules file, its rule for this size. */
+    const ofl_policy_t *policy[OFL_COLL_COUNT];
     int repsum_mixed;         /* ranks disagree on reproducible sums (the info key): their
                                  sums are different calls, so every fallback checks */
     size_t shm_share;         /* bytes counted in the component's shm_bytes for us */

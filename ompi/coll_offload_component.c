@@ -117,7 +117,9 @@ static int offload_open(void)
     if (0 != mca_coll_offload_inject_parse(c->params.inject)) {
         opal_show_help(OFL_GLUE_HELP_FILE, "bad-inject", true, c->params.inject);
     }
-    return ofl_glue_parse_policies(&c->params);
+    int rc = ofl_glue_parse_policies(&c->params);
+    ofl_glue_load_rules(&c->params);
+    return rc;
 }
 
 static int offload_close(void)

@@ -125,8 +125,7 @@ int mca_coll_offload_decide_bcast(mca_coll_offload_module_t *m,
 int mca_coll_offload_decide_barrier(mca_coll_offload_module_t *m,
                                     struct ompi_communicator_t *comm, ofl_alg_t *alg)
 {
-    *alg = ofl_policy_pick(&mca_coll_offload_component.params.policy[OFL_COLL_BARRIER], 0,
-                           m->size);
+    *alg = ofl_policy_pick(m->policy[OFL_COLL_BARRIER], 0, m->size);
     return OFL_ALG_FALLBACK == *alg ? OFL_R_POLICY : decide_nb_ready(m);
 }
 

@@ -79,7 +79,7 @@ static inline int decide_check_size(const mca_coll_offload_module_t *m, ofl_coll
         *alg = OFL_ALG_FALLBACK;
         return OFL_R_POLICY;
     }
-    *alg = ofl_policy_pick(&p->policy[coll], bytes, ranks);
+    *alg = ofl_policy_pick(m->policy[coll], bytes, ranks);
     if (OPAL_UNLIKELY(mca_coll_offload_crowded_tree(m, coll, bytes, *alg))) {
         *alg = OFL_ALG_TREE;
     }

@@ -32,6 +32,9 @@ static void module_construct(mca_coll_offload_module_t *m)
     m->super.coll_reduce_init = mca_coll_offload_reduce_init;
     m->super.coll_bcast_init = mca_coll_offload_bcast_init;
     m->super.coll_barrier_init = mca_coll_offload_barrier_init;
+    for (int k = 0; k < OFL_COLL_COUNT; ++k) {
+        m->policy[k] = &mca_coll_offload_component.params.policy[k];
+    }
     mca_coll_offload_passthru_install(&m->super);
     mca_coll_offload_repsum_self_init(m);
     mca_coll_offload_queue_module_init(m);

@@ -259,7 +259,7 @@ static int reduce_impl(const void *sbuf, void *rbuf, int count, struct ompi_data
     size_t bytes = count > 0 ? (size_t) count * dtype->super.size : 0;
     uint64_t sig = mca_coll_offload_sig(OFL_COLL_REDUCE, dtype, op, root, bytes);
     if (!ignore_policy && bytes <= p->max_bytes[OFL_COLL_REDUCE]
-        && OFL_ALG_FALLBACK == ofl_policy_pick(&p->policy[OFL_COLL_REDUCE], bytes, m->size)
+        && OFL_ALG_FALLBACK == ofl_policy_pick(m->policy[OFL_COLL_REDUCE], bytes, m->size)
         && !mca_coll_offload_crowded_tree(m, OFL_COLL_REDUCE, bytes, OFL_ALG_FALLBACK)) {
         /* The default policy's tiny reduces: straight down, before mapping the
          * op (the size a mapped call would have is this one, or it falls back
@@ -452,8 +452,7 @@ int mca_coll_offload_bcast(void *buf, int count, struct ompi_datatype_t *dtype, 
 int mca_coll_offload_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
-    ofl_alg_t alg = ofl_policy_pick(&mca_coll_offload_component.params.policy[OFL_COLL_BARRIER],
-                                    0, m->size);
+    ofl_alg_t alg = ofl_policy_pick(m->policy[OFL_COLL_BARRIER], 0, m->size);
     int reason = OFL_ALG_FALLBACK == alg ? R_POLICY : R_OFFLOAD;
     int setup_rc;
     if (R_OFFLOAD == reason && !decide_ensure_ready(m, comm, &setup_rc)) {

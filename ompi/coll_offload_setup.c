@@ -12,16 +12,32 @@
 #include "glue.h"
 #include "opal/util/output.h"
 
+/* The rules file's rule for `coll` at this communicator's size, or NULL. */
+static const ofl_rule_t *rule_for(const mca_coll_offload_module_t *m, ofl_coll_t coll)
+{
+    const mca_coll_offload_params_t *p = &mca_coll_offload_component.params;
+    return p->rules.n > 0 ? ofl_rules_find(&p->rules, (int) coll, m->size) : NULL;
+}
+
+/* Tree shape and radix: the rule's where it gives them (the set-up then checks that
+ * every rank read the same file), else the MCA values. */
+static void tree_of(const mca_coll_offload_module_t *m, ofl_coll_t coll, int kind, int radix,
+                    ofl_tree_kind_t *kind_out, int *radix_out)
+{
+    const ofl_rule_t *r = rule_for(m, coll);
+    *kind_out = (ofl_tree_kind_t) (NULL != r && r->tree >= 0 ? r->tree : kind);
+    *radix_out = NULL != r && r->radix > 0 ? r->radix : radix;
+}
+
 static int compile_all(mca_coll_offload_module_t *m)
 {
     const mca_coll_offload_params_t *p = &mca_coll_offload_component.params;
     ofl_sched_params_t sp = {
-        .reduce_kind = (ofl_tree_kind_t) p->reduce_tree,
-        .reduce_radix = p->reduce_radix,
-        .bcast_kind = (ofl_tree_kind_t) p->bcast_tree,
-        .bcast_radix = p->bcast_radix,
         .slots = p->slots,
     };
+    tree_of(m, OFL_COLL_REDUCE, p->reduce_tree, p->reduce_radix, &sp.reduce_kind,
+            &sp.reduce_radix);
+    tree_of(m, OFL_COLL_BCAST, p->bcast_tree, p->bcast_radix, &sp.bcast_kind, &sp.bcast_radix);
     if (0 != ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, m->rank, m->size, &sp, &m->allreduce)
         || 0 != ofl_sched_compile(OFL_COLL_BARRIER, 0, m->rank, m->size, &sp, &m->barrier)) {
         return -1;
@@ -167,6 +183,20 @@ int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicato
         mca_coll_offload_release_nic(m);
         m->state = OFL_MOD_DISABLED;
         return OMPI_SUCCESS;
+    }
+    /* every rank read the same rules file (the set-up compared them): its policies
+     * from the next call on, on every rank */
+    for (int k = 0; k < OFL_COLL_COUNT; ++k) {
+        const ofl_rule_t *r = rule_for(m, (ofl_coll_t) k);
+        if (NULL != r && r->has_policy) {
+            m->policy[k] = &r->policy;
+        }
+        if (NULL != r && p->verbose >= 1 && 0 == m->rank) {
+            char text[256];
+            ofl_rules_format(r, text, sizeof(text));
+            opal_output(c->output, "coll:offload: %s (%d ranks): %s line %d in force: %s",
+                        comm->c_name, m->size, p->rules_path, r->line, text);
+        }
     }
     m->state = OFL_MOD_READY;
     m->board = ofl_board_fits(m->nic, 0) && m->size <= p->exchange_max_ranks;

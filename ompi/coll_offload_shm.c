@@ -83,6 +83,8 @@ enum {
     VOTE_CORES,     /* this node has a core for every rank Open MPI put on it */
     VOTE_REPSUM,    /* reproducible sums are on here */
     VOTE_PLAIN,     /* ... off here (both 0 after MIN: the ranks disagree) */
+    VOTE_RULES,     /* the rules file read here (a fold of its hash; 0: none) */
+    VOTE_RULES_NOT, /* its complement: MIN of it is ~MIN of the above only if all agree */
     VOTE_COUNT
 };
 
@@ -205,8 +207,11 @@ static int setup_attempt(mca_coll_offload_module_t *m, struct ompi_communicator_
     setup_msg_t msg;
     memset(&msg, 0, sizeof(msg));
     int repsum = mca_coll_offload_repsum_asked(comm);
+    const ofl_rules_t *rules = &mca_coll_offload_component.params.rules;
+    uint64_t digest = mca_coll_offload_component.params.rules_digest;
+    int fold = rules->n > 0 ? (int) ((digest ^ (digest >> 32)) & 0x7fffffff) : 0;
     int vote[VOTE_COUNT] = { local_ok, 1, 1, cap_ok, !ofl_glue_oversubscribed(), repsum,
-                             !repsum };
+                             !repsum, fold, ~fold };
     int fd = -1;
     volatile uint64_t probe = ((uint64_t) getpid() << 32) ^ 0x6f666c6f6164ull;
 
@@ -376,6 +381,17 @@ int mca_coll_offload_shm_setup(mca_coll_offload_module_t *m, struct ompi_communi
     }
     if (!all_votes[VOTE_CAP]) {
         setup_refused(m, comm, share);
+        return OMPI_SUCCESS;
+    }
+    if (all_votes[VOTE_RULES_NOT] != ~all_votes[VOTE_RULES]) {
+        /* Their trees and policies could differ: nothing is safe to run here. */
+        if (0 == m->rank) {
+            opal_output(0,
+                        "coll:offload: %s: the ranks read different rules files "
+                        "(coll_offload_rules_file); this communicator uses the fallback "
+                        "component",
+                        comm->c_name);
+        }
         return OMPI_SUCCESS;
     }
     if (!all_votes[VOTE_NIC] || !all_votes[VOTE_ANON]) {

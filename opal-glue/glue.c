@@ -4,13 +4,16 @@
 #include "glue.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "opal/mca/base/mca_base_pvar.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/mca/base/mca_base_var_enum.h"
+#include "opal/mca/installdirs/installdirs.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
@@ -178,6 +181,15 @@ static const glue_var_t late_vars[] = {
       "costs a synchronisation per reduce and bcast. 0: checks that add no wait (a rank "
       "whose part of a reduce or bcast only sends learns of a mismatch at its next "
       "collective on the communicator)" },
+    { "rules_file", VAR_STRING, OPAL_INFO_LVL_4, PARAM(rules_file),
+      "A rules file: per communicator size, the policy, tree and radix to use instead of "
+      "the coll_offload_<coll>_policy, _tree and _radix values (format: "
+      "docs/rules-format.md; lines 'COLL RANKS policy=... tree=... radix=...'). Empty: "
+      "the installation's etc/" OFL_GLUE_RULES_NAME " if it exists. A file that cannot "
+      "be read or parsed gives one warning naming the line, and the values stay in force. "
+      "Every rank of a communicator must read the same file: its set-up compares them, "
+      "and where they differ the values stay in force there. coll_offload_verbose 1 "
+      "says which file and which rules a communicator uses" },
     { "crowded_max", VAR_INT, OPAL_INFO_LVL_5, PARAM(crowded_max),
       "Where a communicator's node runs more ranks than it has cores, reduces and bcasts "
       "of up to this many bytes go to the layer below: its eager sends let a reduce's "
@@ -313,6 +325,7 @@ static void set_defaults(mca_coll_offload_params_t *p)
     p->persistent_ordered = 0;
     p->crowded_max = 256;
     p->check = 0;
+    p->rules_file = (char *) "";
 }
 
 static void register_vars(const mca_base_component_t *c, mca_coll_offload_params_t *p,
@@ -409,6 +422,78 @@ void ofl_glue_help_init(const void *anchor)
         added = 1;
     }
     free(dir);
+}
+
+/* Rules by collective, then by first size: two files with the same rules in another
+ * order give the same advice (no two rules of one collective share a size). */
+static int rule_order(const void *a, const void *b)
+{
+    const ofl_rule_t *x = *(const ofl_rule_t *const *) a, *y = *(const ofl_rule_t *const *) b;
+    if (x->coll != y->coll) {
+        return x->coll < y->coll ? -1 : 1;
+    }
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+void ofl_glue_load_rules(mca_coll_offload_params_t *p)
+{
+    p->rules.n = 0;
+    p->rules_path[0] = '\0';
+    p->rules_digest = 0;
+    int given = NULL != p->rules_file && '\0' != p->rules_file[0];
+    char path[sizeof(p->rules_path)];
+    if (given) {
+        snprintf(path, sizeof(path), "%s", p->rules_file);
+    } else if (NULL != opal_install_dirs.sysconfdir) {
+        snprintf(path, sizeof(path), "%s/%s", opal_install_dirs.sysconfdir, OFL_GLUE_RULES_NAME);
+    } else {
+        return;
+    }
+    FILE *f = fopen(path, "r");
+    if (NULL == f) {
+        if (given) {
+            opal_show_help(OFL_GLUE_HELP_FILE, "rules-unreadable", true, path,
+                           strerror(errno));
+        }
+        return;
+    }
+    /* A rules file is a few dozen lines; anything near the cap is not one. */
+    size_t cap = 1 << 20, len = 0;
+    char *text = malloc(cap);
+    if (NULL != text) {
+        len = fread(text, 1, cap, f);
+    }
+    int too_long = NULL != text && len == cap;
+    fclose(f);
+    int line = 0;
+    char err[160];
+    if (NULL == text || too_long) {
+        opal_show_help(OFL_GLUE_HELP_FILE, "bad-rules", true, path, 0,
+                       NULL == text ? "out of memory" : "longer than 1 MiB");
+    } else if (0 != ofl_rules_parse(text, len, &p->rules, &line, err, sizeof(err))) {
+        opal_show_help(OFL_GLUE_HELP_FILE, "bad-rules", true, path, line, err);
+        p->rules.n = 0;
+    } else {
+        snprintf(p->rules_path, sizeof(p->rules_path), "%s", path);
+        /* FNV-1a over the rules as formatted, in rule_order: files that differ only
+         * in comments (the tuner's date line), spacing or order give the same advice */
+        const ofl_rule_t *sorted[OFL_RULES_MAX];
+        for (int i = 0; i < p->rules.n; ++i) {
+            sorted[i] = &p->rules.rule[i];
+        }
+        qsort(sorted, (size_t) p->rules.n, sizeof(sorted[0]), rule_order);
+        uint64_t h = 0xcbf29ce484222325ull;
+        for (int i = 0; i < p->rules.n; ++i) {
+            char line[512];
+            int n = ofl_rules_format(sorted[i], line, sizeof(line));
+            for (int k = 0; k < n && k < (int) sizeof(line) - 1; ++k) {
+                h = (h ^ (unsigned char) line[k]) * 0x100000001b3ull;
+            }
+            h = (h ^ '\n') * 0x100000001b3ull;
+        }
+        p->rules_digest = h;
+    }
+    free(text);
 }
 
 int ofl_glue_parse_policies(mca_coll_offload_params_t *p)

@@ -14,6 +14,7 @@
 #include "engine/engine.h"
 #include "opal/mca/mca.h"
 #include "sched/policy.h"
+#include "sched/rules.h"
 #include "sched/sched.h"
 
 /* What the MCA parameters say; read once at registration. */
@@ -57,7 +58,16 @@ typedef struct {
     int persistent_ordered;             /* persistent starts come in init order everywhere */
     int crowded_max;                    /* oversubscribed: reduce/bcast up to this go below */
     int check;                          /* full argument checks: every rank waits for all */
+    char *rules_file;                   /* per-size advice for this node (sched/rules.h) */
+    ofl_rules_t rules;                  /* what it says (n = 0: none in force) */
+    char rules_path[512];               /* where it was read ("" : none) */
+    uint64_t rules_digest;              /* of its rules as formatted (comments aside):
+                                           what the ranks of a communicator compare */
 } mca_coll_offload_params_t;
+
+/* The rules file looked for when coll_offload_rules_file is empty, in the
+ * installation's configuration directory. */
+#define OFL_GLUE_RULES_NAME "coll-offload-rules.conf"
 
 /* The component's help file, for opal_show_help: its startup warnings are
  * topics there (once per job through mpirun's aggregation, not per rank). */
@@ -69,6 +79,10 @@ void ofl_glue_help_init(const void *anchor);
 
 /* Register every MCA variable of the component `version` into *p. */
 int ofl_glue_register_params(const mca_base_component_t *version, mca_coll_offload_params_t *p);
+/* Read the rules file (coll_offload_rules_file, else the installation's default one if
+ * it exists) into p->rules; one that cannot be read or parsed is reported, naming the
+ * line, and no rule is in force. */
+void ofl_glue_load_rules(mca_coll_offload_params_t *p);
 /* Parse the *_policy strings; a bad one is reported and replaced by its default. */
 int ofl_glue_parse_policies(mca_coll_offload_params_t *p);
 

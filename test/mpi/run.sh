@@ -561,6 +561,58 @@ if [ "$repsum_bad" = 0 ]; then
 else
     total_fail=$((total_fail + 1))
 fi
+# A rules file (docs/rules-format.md): where every rank reads the same one, its rules are
+# in force from the set-up on (verbose names them) and the results stay right; a malformed
+# one is warned of with its line and the MCA values stay; ranks reading different files
+# fall back on every rank, with one message. One check each for what the logs say.
+rules_dir="$LOGDIR/rules"
+mkdir -p "$rules_dir"
+cat >"$rules_dir/good.conf" <<'RULES'
+# rules for the suite: trees of other shapes, smaller exchange bound
+format 1
+reduce    2-4  policy=tree tree=flat
+bcast     3    policy=tree radix=2 origin=simulated
+allreduce 1+   policy=exchange:4k,split
+RULES
+printf 'format 1\nreduce 2 policy=tree\nbcast 0 policy=tree\n' >"$rules_dir/bad.conf"
+printf 'format 1\nreduce 2-4 policy=tree tree=knomial radix=3\n' >"$rules_dir/other.conf"
+# rules_says LOG PATTERN...: one check, passed when the log has every pattern
+rules_says() {
+    local log=$1 missing=""
+    shift
+    for pat in "$@"; do
+        grep -q -- "$pat" "$log" || missing="$missing '$pat'"
+    done
+    if [ -z "$missing" ]; then
+        total_pass=$((total_pass + 1))
+        printf '%-8s %-38s %9s passed, %s failed\n' "[ ok ]" "rules: $(basename "$log")" 1 0
+    else
+        total_fail=$((total_fail + 1))
+        printf '%-8s %-38s %9s passed, %s failed\n' "[FAIL]" "rules: $(basename "$log")" 0 1
+        echo "         missing:$missing; log: $log"
+    fi
+}
+# shellcheck disable=SC2086
+run t_coll 3 "--mca coll_offload_rules_file $rules_dir/good.conf --mca coll_offload_verbose 1" \
+    --quick $expect
+cp "$LOGDIR/t_coll.np3.log" "$rules_dir/good.log"
+rules_says "$rules_dir/good.log" "good.conf line 3 in force: reduce 2-4 policy=tree" \
+    "good.conf line 4 in force: bcast 3 policy=tree" "good.conf line 5 in force: allreduce 1+"
+run t_coll 2 "--mca coll_offload_rules_file $rules_dir/bad.conf" --quick $expect
+cp "$LOGDIR/t_coll.np2.log" "$rules_dir/bad.log"
+rules_says "$rules_dir/bad.log" "bad.conf" "line:    3"
+# Rank 0 reads one file, the others another (a wrapper picks it from the rank).
+cat >"$rules_dir/pick.sh" <<'PICK'
+#!/bin/sh
+f=other.conf
+[ "${OMPI_COMM_WORLD_RANK:-0}" = 0 ] && f=good.conf
+OMPI_MCA_coll_offload_rules_file="$(dirname "$0")/$f" exec "$@"
+PICK
+chmod +x "$rules_dir/pick.sh"
+# shellcheck disable=SC2086
+timeout -k 15 "$TEST_TIMEOUT" $MPIRUN $MPIRUN_ARGS -np 3 $COLL_SELECTION "$rules_dir/pick.sh" \
+    "$BINDIR/t_coll" --quick >"$rules_dir/differ.log" 2>&1 </dev/null
+rules_says "$rules_dir/differ.log" "read different rules files" "^t_coll: [0-9]* passed, 0 failed"
 run t_repsum 4 ""
 if [ "$EXPECT_OFFLOAD" = 1 ]; then
     # Ranks passing different arguments to one call (op, datatype, count, root,
