@@ -424,17 +424,6 @@ void ofl_glue_help_init(const void *anchor)
     free(dir);
 }
 
-/* Rules by collective, then by first size: two files with the same rules in another
- * order give the same advice (no two rules of one collective share a size). */
-static int rule_order(const void *a, const void *b)
-{
-    const ofl_rule_t *x = *(const ofl_rule_t *const *) a, *y = *(const ofl_rule_t *const *) b;
-    if (x->coll != y->coll) {
-        return x->coll < y->coll ? -1 : 1;
-    }
-    return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
 void ofl_glue_load_rules(mca_coll_offload_params_t *p)
 {
     p->rules.n = 0;
@@ -475,23 +464,7 @@ void ofl_glue_load_rules(mca_coll_offload_params_t *p)
         p->rules.n = 0;
     } else {
         snprintf(p->rules_path, sizeof(p->rules_path), "%s", path);
-        /* FNV-1a over the rules as formatted, in rule_order: files that differ only
-         * in comments (the tuner's date line), spacing or order give the same advice */
-        const ofl_rule_t *sorted[OFL_RULES_MAX];
-        for (int i = 0; i < p->rules.n; ++i) {
-            sorted[i] = &p->rules.rule[i];
-        }
-        qsort(sorted, (size_t) p->rules.n, sizeof(sorted[0]), rule_order);
-        uint64_t h = 0xcbf29ce484222325ull;
-        for (int i = 0; i < p->rules.n; ++i) {
-            char line[512];
-            int n = ofl_rules_format(sorted[i], line, sizeof(line));
-            for (int k = 0; k < n && k < (int) sizeof(line) - 1; ++k) {
-                h = (h ^ (unsigned char) line[k]) * 0x100000001b3ull;
-            }
-            h = (h ^ '\n') * 0x100000001b3ull;
-        }
-        p->rules_digest = h;
+        p->rules_digest = ofl_rules_digest(&p->rules);
     }
     free(text);
 }

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sched/program.h"
@@ -30,14 +31,18 @@ typedef struct {
     int line;
 } ctx_t;
 
-static uint64_t fnv1a(const char *p, size_t n)
+static uint64_t fnv1a_more(uint64_t h, const char *p, size_t n)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < n; ++i) {
         h ^= (unsigned char) p[i];
         h *= 0x100000001b3ull;
     }
     return h;
+}
+
+static uint64_t fnv1a(const char *p, size_t n)
+{
+    return fnv1a_more(0xcbf29ce484222325ull, p, n);
 }
 
 __attribute__((format(printf, 3, 4))) static int fail_at(ctx_t *c, int line, const char *fmt,
@@ -429,4 +434,31 @@ int ofl_rules_format(const ofl_rule_t *rule, char *buf, size_t len)
     /* Always written, default or not: a message should say what the advice rests on. */
     put(&o, " origin=%s", OFL_ORIGIN_SIMULATED == rule->origin ? "simulated" : "measured");
     return o.at > INT_MAX ? INT_MAX : (int) o.at;
+}
+
+/* By collective, then by first size (no two rules of one collective share a size). */
+static int rule_order(const void *a, const void *b)
+{
+    const ofl_rule_t *x = *(const ofl_rule_t *const *) a, *y = *(const ofl_rule_t *const *) b;
+    if (x->coll != y->coll) {
+        return x->coll < y->coll ? -1 : 1;
+    }
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+uint64_t ofl_rules_digest(const ofl_rules_t *rules)
+{
+    const ofl_rule_t *sorted[OFL_RULES_MAX];
+    for (int i = 0; i < rules->n; ++i) {
+        sorted[i] = &rules->rule[i];
+    }
+    qsort(sorted, (size_t) rules->n, sizeof(sorted[0]), rule_order);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int i = 0; i < rules->n; ++i) {
+        char line[512];
+        int n = ofl_rules_format(sorted[i], line, sizeof(line));
+        h = fnv1a_more(h, line, n < (int) sizeof(line) ? (size_t) n : sizeof(line) - 1);
+        h = fnv1a_more(h, "\n", 1);
+    }
+    return h;
 }

@@ -80,6 +80,11 @@ int ofl_rules_parse(const char *text, size_t len, ofl_rules_t *out, int *bad_lin
 /* The rule for `coll` on a communicator of `ranks` ranks, or NULL. */
 const ofl_rule_t *ofl_rules_find(const ofl_rules_t *rules, int coll, int ranks);
 
+/* What ranks compare: FNV-1a over the rules as formatted, by collective and first size,
+ * so files that differ only in comments (a tuner's date line), spacing or the order of
+ * their rules give the same digest. */
+uint64_t ofl_rules_digest(const ofl_rules_t *rules);
+
 /* A rule's text in the file's format (one line, no newline) into buf; returns what
  * snprintf would. For messages ("rule in force: ...") and for round trips in tests. */
 int ofl_rules_format(const ofl_rule_t *rule, char *buf, size_t len);
