@@ -138,8 +138,14 @@ typedef struct {
     int single_copy;          /* every rank can read every other's memory */
     int crowded;              /* some rank's node has more ranks than cores (agreed) */
     /* Per collective, the size policy in force: the MCA value's, or once the set-up
-     * has found every rank reading the same rules file, its rule for this size. */
+     * has found every rank with the same rules, their rule for this size. */
     const ofl_policy_t *policy[OFL_COLL_COUNT];
+    /* The rules of this communicator, chosen at its set-up: its info key
+     * coll_offload_rules (own_rules), else the rules file's; NULL: none. The set-up
+     * compares rules_digest across the ranks. */
+    const ofl_rules_t *rules;
+    ofl_rules_t *own_rules;
+    uint64_t rules_digest;
     int repsum_mixed;         /* ranks disagree on reproducible sums (the info key): their
                                  sums are different calls, so every fallback checks */
     size_t shm_share;         /* bytes counted in the component's shm_bytes for us */

@@ -35,4 +35,34 @@
 #define OFL_NBC_RETAINED(req) ((req)->data.objs.objs)
 #endif
 
+#include <stdio.h>
+
+#include "opal/util/info.h"
+
+/* The string value of `key` in `info` into buf (truncated to len - 1 bytes, always
+ * terminated): 1 if the key is there, 0 if not (or no info). */
+static inline int ofl_info_get_string(opal_info_t *info, const char *key, char *buf, int len)
+{
+    int flag = 0;
+    buf[0] = '\0';
+    if (NULL == info) {
+        return 0;
+    }
+#if OFL_OMPI_MAJOR >= 5
+    opal_cstring_t *value = NULL;
+    if (OPAL_SUCCESS != opal_info_get(info, key, &value, &flag) || !flag || NULL == value) {
+        return 0;
+    }
+    snprintf(buf, (size_t) len, "%s", value->string);
+    OBJ_RELEASE(value);
+#else
+    if (OPAL_SUCCESS != opal_info_get(info, key, len - 1, buf, &flag) || !flag) {
+        buf[0] = '\0';
+        return 0;
+    }
+    buf[len - 1] = '\0';
+#endif
+    return 1;
+}
+
 #endif

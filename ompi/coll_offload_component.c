@@ -105,6 +105,9 @@ static int offload_register(void)
     if (OMPI_SUCCESS != rc) {
         return rc;
     }
+    /* the rules file is read here, not at open, so that ompi_info shows what came of it */
+    ofl_glue_help_init(&mca_coll_offload_component);
+    ofl_glue_load_rules(&c->super.collm_version, &c->params);
     return register_pvars(c);
 }
 
@@ -113,13 +116,10 @@ static int offload_open(void)
     mca_coll_offload_component_t *c = &mca_coll_offload_component;
     c->output = opal_output_open(NULL);
     opal_output_set_verbosity(c->output, c->params.verbose);
-    ofl_glue_help_init(&mca_coll_offload_component);
     if (0 != mca_coll_offload_inject_parse(c->params.inject)) {
         opal_show_help(OFL_GLUE_HELP_FILE, "bad-inject", true, c->params.inject);
     }
-    int rc = ofl_glue_parse_policies(&c->params);
-    ofl_glue_load_rules(&c->params);
-    return rc;
+    return ofl_glue_parse_policies(&c->params);
 }
 
 static int offload_close(void)

@@ -85,6 +85,9 @@ static void module_destruct(mca_coll_offload_module_t *m)
     free(m->pack);
     m->pack = NULL;
     mca_coll_offload_repsum_fini(&m->repsum);
+    free(m->own_rules);
+    m->own_rules = NULL;
+    m->rules = NULL;
     mca_coll_offload_below_release(&m->below);
     mca_coll_offload_wrap_ops_release();
 }

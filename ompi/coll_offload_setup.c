@@ -8,15 +8,69 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "glue.h"
 #include "opal/util/output.h"
+#include "opal/util/show_help.h"
 
-/* The rules file's rule for `coll` at this communicator's size, or NULL. */
+#define RULES_INFO_KEY "coll_offload_rules"
+
+/* The rule for `coll` at this communicator's size, or NULL. */
 static const ofl_rule_t *rule_for(const mca_coll_offload_module_t *m, ofl_coll_t coll)
 {
+    return NULL != m->rules ? ofl_rules_find(m->rules, (int) coll, m->size) : NULL;
+}
+
+/* Where this communicator's rules come from, for messages. */
+static const char *rules_source(const mca_coll_offload_module_t *m)
+{
+    return NULL != m->own_rules ? "info key " RULES_INFO_KEY
+                                : mca_coll_offload_component.params.rules_path;
+}
+
+/* This rank's rules for the communicator: the info key coll_offload_rules if the
+ * communicator carries it (rule lines as in a rules file, without the format line,
+ * separated by ';' or newlines), else the rules file's. A value that does not parse
+ * is reported and the rules file's stay; the set-up then compares the choice. */
+static void choose_rules(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm)
+{
     const mca_coll_offload_params_t *p = &mca_coll_offload_component.params;
-    return p->rules.n > 0 ? ofl_rules_find(&p->rules, (int) coll, m->size) : NULL;
+    free(m->own_rules);
+    m->own_rules = NULL;
+    m->rules = p->rules.n > 0 ? &p->rules : NULL;
+    m->rules_digest = p->rules.n > 0 ? p->rules_digest : 0;
+    /* 4.1 caps an info value at MPI_MAX_INFO_VAL (256); 5.0 does not */
+    char value[OFL_RULES_LINE_MAX * 4];
+    if (!ofl_info_get_string(comm->super.s_info, RULES_INFO_KEY, value, (int) sizeof(value))) {
+        return;
+    }
+    static const char head[] = "format 1\n";
+    size_t vlen = strlen(value);
+    char *text = malloc(sizeof(head) + vlen);
+    ofl_rules_t *own = calloc(1, sizeof(*own));
+    int line = 0;
+    char err[160];
+    if (NULL == text || NULL == own) {
+        snprintf(err, sizeof(err), "out of memory");
+    } else {
+        memcpy(text, head, sizeof(head) - 1);
+        for (size_t i = 0; i < vlen; ++i) {
+            text[sizeof(head) - 1 + i] = ';' == value[i] ? '\n' : value[i];
+        }
+        if (0 == ofl_rules_parse(text, sizeof(head) - 1 + vlen, own, &line, err, sizeof(err))) {
+            free(text);
+            m->own_rules = own;
+            m->rules = own->n > 0 ? own : NULL;
+            m->rules_digest = own->n > 0 ? ofl_rules_digest(own) : 0;
+            return;
+        }
+    }
+    /* line 1 of the info value is line 2 of the text parsed */
+    opal_show_help(OFL_GLUE_HELP_FILE, "bad-rules-info", true, comm->c_name,
+                   line > 1 ? line - 1 : 0, err);
+    free(text);
+    free(own);
 }
 
 /* Tree shape and radix: the rule's where it gives them (the set-up then checks that
@@ -161,6 +215,7 @@ int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicato
 {
     mca_coll_offload_component_t *c = &mca_coll_offload_component;
     const mca_coll_offload_params_t *p = &c->params;
+    choose_rules(m, comm);
     int local_ok = 0 == ofl_edges_init(&m->edges, m->size) && 0 == compile_all(m);
     if (local_ok && mca_coll_offload_inject(OFL_INJECT_COMPILE, m->rank)) {
         local_ok = 0;
@@ -184,8 +239,8 @@ int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicato
         m->state = OFL_MOD_DISABLED;
         return OMPI_SUCCESS;
     }
-    /* every rank read the same rules file (the set-up compared them): its policies
-     * from the next call on, on every rank */
+    /* every rank has the same rules (the set-up compared them): their policies from
+     * the next call on, on every rank */
     for (int k = 0; k < OFL_COLL_COUNT; ++k) {
         const ofl_rule_t *r = rule_for(m, (ofl_coll_t) k);
         if (NULL != r && r->has_policy) {
@@ -195,7 +250,8 @@ int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicato
             char text[256];
             ofl_rules_format(r, text, sizeof(text));
             opal_output(c->output, "coll:offload: %s (%d ranks): %s line %d in force: %s",
-                        comm->c_name, m->size, p->rules_path, r->line, text);
+                        comm->c_name, m->size, rules_source(m),
+                        r->line - (NULL != m->own_rules), text);
         }
     }
     m->state = OFL_MOD_READY;

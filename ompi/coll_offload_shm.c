@@ -207,9 +207,8 @@ static int setup_attempt(mca_coll_offload_module_t *m, struct ompi_communicator_
     setup_msg_t msg;
     memset(&msg, 0, sizeof(msg));
     int repsum = mca_coll_offload_repsum_asked(comm);
-    const ofl_rules_t *rules = &mca_coll_offload_component.params.rules;
-    uint64_t digest = mca_coll_offload_component.params.rules_digest;
-    int fold = rules->n > 0 ? (int) ((digest ^ (digest >> 32)) & 0x7fffffff) : 0;
+    uint64_t digest = m->rules_digest;
+    int fold = NULL != m->rules ? (int) ((digest ^ (digest >> 32)) & 0x7fffffff) : 0;
     int vote[VOTE_COUNT] = { local_ok, 1, 1, cap_ok, !ofl_glue_oversubscribed(), repsum,
                              !repsum, fold, ~fold };
     int fd = -1;
@@ -387,8 +386,9 @@ int mca_coll_offload_shm_setup(mca_coll_offload_module_t *m, struct ompi_communi
         /* Their trees and policies could differ: nothing is safe to run here. */
         if (0 == m->rank) {
             opal_output(0,
-                        "coll:offload: %s: the ranks read different rules files "
-                        "(coll_offload_rules_file); this communicator uses the fallback "
+                        "coll:offload: %s: the ranks have different rules (the file "
+                        "coll_offload_rules_file or the communicator's info key "
+                        "coll_offload_rules); this communicator uses the fallback "
                         "component",
                         comm->c_name);
         }

@@ -182,14 +182,10 @@ static const glue_var_t late_vars[] = {
       "whose part of a reduce or bcast only sends learns of a mismatch at its next "
       "collective on the communicator)" },
     { "rules_file", VAR_STRING, OPAL_INFO_LVL_4, PARAM(rules_file),
-      "A rules file: per communicator size, the policy, tree and radix to use instead of "
-      "the coll_offload_<coll>_policy, _tree and _radix values (format: "
-      "docs/rules-format.md; lines 'COLL RANKS policy=... tree=... radix=...'). Empty: "
-      "the installation's etc/" OFL_GLUE_RULES_NAME " if it exists. A file that cannot "
-      "be read or parsed gives one warning naming the line, and the values stay in force. "
-      "Every rank of a communicator must read the same file: its set-up compares them, "
-      "and where they differ the values stay in force there. coll_offload_verbose 1 "
-      "says which file and which rules a communicator uses" },
+      "Rules file (written by coll-offload-tune; format: docs/rules-format.md): per "
+      "communicator size, the policy, tree and radix in force instead of the *_policy, "
+      "*_tree and *_radix values. Empty: the installation's etc/" OFL_GLUE_RULES_NAME
+      " if present. A communicator's info key coll_offload_rules overrides it" },
     { "crowded_max", VAR_INT, OPAL_INFO_LVL_5, PARAM(crowded_max),
       "Where a communicator's node runs more ranks than it has cores, reduces and bcasts "
       "of up to this many bytes go to the layer below: its eager sends let a reduce's "
@@ -424,7 +420,8 @@ void ofl_glue_help_init(const void *anchor)
     free(dir);
 }
 
-void ofl_glue_load_rules(mca_coll_offload_params_t *p)
+/* Read the file into p->rules; what came of it into p->rules_in_force. */
+static void load_rules(mca_coll_offload_params_t *p)
 {
     p->rules.n = 0;
     p->rules_path[0] = '\0';
@@ -436,6 +433,7 @@ void ofl_glue_load_rules(mca_coll_offload_params_t *p)
     } else if (NULL != opal_install_dirs.sysconfdir) {
         snprintf(path, sizeof(path), "%s/%s", opal_install_dirs.sysconfdir, OFL_GLUE_RULES_NAME);
     } else {
+        snprintf(p->rules_in_force, sizeof(p->rules_in_force), "none");
         return;
     }
     FILE *f = fopen(path, "r");
@@ -444,6 +442,8 @@ void ofl_glue_load_rules(mca_coll_offload_params_t *p)
             opal_show_help(OFL_GLUE_HELP_FILE, "rules-unreadable", true, path,
                            strerror(errno));
         }
+        snprintf(p->rules_in_force, sizeof(p->rules_in_force), "none (%s: %s)", path,
+                 strerror(errno));
         return;
     }
     /* A rules file is a few dozen lines; anything near the cap is not one. */
@@ -457,16 +457,34 @@ void ofl_glue_load_rules(mca_coll_offload_params_t *p)
     int line = 0;
     char err[160];
     if (NULL == text || too_long) {
-        opal_show_help(OFL_GLUE_HELP_FILE, "bad-rules", true, path, 0,
-                       NULL == text ? "out of memory" : "longer than 1 MiB");
+        snprintf(err, sizeof(err), "%s", NULL == text ? "out of memory" : "longer than 1 MiB");
     } else if (0 != ofl_rules_parse(text, len, &p->rules, &line, err, sizeof(err))) {
-        opal_show_help(OFL_GLUE_HELP_FILE, "bad-rules", true, path, line, err);
         p->rules.n = 0;
     } else {
         snprintf(p->rules_path, sizeof(p->rules_path), "%s", path);
         p->rules_digest = ofl_rules_digest(&p->rules);
+        snprintf(p->rules_in_force, sizeof(p->rules_in_force), "%s (%d rules)", path,
+                 p->rules.n);
+        free(text);
+        return;
     }
+    opal_show_help(OFL_GLUE_HELP_FILE, "bad-rules", true, path, line, err);
+    snprintf(p->rules_in_force, sizeof(p->rules_in_force), "none (%s line %d: %s)", path, line,
+             err);
     free(text);
+}
+
+void ofl_glue_load_rules(const mca_base_component_t *c, mca_coll_offload_params_t *p)
+{
+    load_rules(p);
+    /* What ompi_info and MPI_T show: set here, never by the user */
+    p->rules_in_force_text = p->rules_in_force;
+    mca_base_component_var_register(
+        c, "rules_in_force",
+        "The rules file in force and its number of rules, or 'none' and why (read-only; "
+        "set from coll_offload_rules_file at start-up)",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, MCA_BASE_VAR_FLAG_DEFAULT_ONLY, OPAL_INFO_LVL_4,
+        MCA_BASE_VAR_SCOPE_CONSTANT, &p->rules_in_force_text);
 }
 
 int ofl_glue_parse_policies(mca_coll_offload_params_t *p)

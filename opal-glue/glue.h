@@ -63,6 +63,8 @@ typedef struct {
     char rules_path[512];               /* where it was read ("" : none) */
     uint64_t rules_digest;              /* of its rules as formatted (comments aside):
                                            what the ranks of a communicator compare */
+    char rules_in_force[768];           /* "PATH (N rules)" or "none (why)" */
+    char *rules_in_force_text;          /* the read-only MCA variable's storage */
 } mca_coll_offload_params_t;
 
 /* The rules file looked for when coll_offload_rules_file is empty, in the
@@ -81,8 +83,9 @@ void ofl_glue_help_init(const void *anchor);
 int ofl_glue_register_params(const mca_base_component_t *version, mca_coll_offload_params_t *p);
 /* Read the rules file (coll_offload_rules_file, else the installation's default one if
  * it exists) into p->rules; one that cannot be read or parsed is reported, naming the
- * line, and no rule is in force. */
-void ofl_glue_load_rules(mca_coll_offload_params_t *p);
+ * line, and no rule is in force. Registers coll_offload_rules_in_force, which says
+ * what came of it. At component registration, so that ompi_info shows it. */
+void ofl_glue_load_rules(const mca_base_component_t *version, mca_coll_offload_params_t *p);
 /* Parse the *_policy strings; a bad one is reported and replaced by its default. */
 int ofl_glue_parse_policies(mca_coll_offload_params_t *p);
 
