@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll_lat: latency of one MPI collective over a sweep of message sizes.
  *
  *   coll_lat -c COLL [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-f csv|text] [-h]

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll_overlap: how much of a nonblocking collective hides behind computation.
  *
  *   coll_overlap -c iallreduce|ibarrier [-m MIN:MAX] [-i ITERS] [-x WARMUP]

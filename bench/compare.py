@@ -1,4 +1,6 @@
 #!/usr/bin/python3
+# Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+# SPDX-License-Identifier: BSD-3-Clause
 """Compare collective latencies of coll/offload against stock Open MPI components.
 
 Runs coll_lat once per (np, repeat, collective, selection), where a "selection" is a set

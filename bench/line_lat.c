@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * line_lat: the floor under any two-rank collective on this machine — how long
  * one cache line takes to go from one core to another and back.
  *

@@ -1,4 +1,6 @@
 #!/bin/sh
+# Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+# SPDX-License-Identifier: BSD-3-Clause
 # Ordinary and reproducible MPI_Allreduce sums of the same global data at np
 # 1..8, then the cost of reproducible sums at np 4 (8 B and 1 MiB of doubles,
 # alternating blocks). Usage: repsum-demo.sh [BINDIR] (default: this directory).

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * repsum_conv: the host-side cost of reproducible sums, one thread, no MPI.
  *
  *   repsum_conv [REPS [COUNT]]

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * repsum_demo: ordinary and reproducible sums of the same data, and what the
  * reproducible ones cost.
  *

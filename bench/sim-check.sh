@@ -1,4 +1,6 @@
 #!/bin/sh
+# Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+# SPDX-License-Identifier: BSD-3-Clause
 # The simulator's checks for CI (seconds): seed 003's validation on two tables,
 # node-aware runs on node shapes read by hwloc (synthetic), a dragonfly, both modes.
 # Every simulated result is compared with the reference inside bench/sim.

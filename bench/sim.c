@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * bench/sim — the compiled descriptor programs on a simulated machine (src/nic/sim.h).
  *
  *   sim validate [--calls N] [--csv FILE [--png FILE]] [--quick]

@@ -1,4 +1,6 @@
 #!/usr/bin/python3
+# Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+# SPDX-License-Identifier: BSD-3-Clause
 """Charts of bench/sim's CSV output.
 
   sim_plot.py validation CSV PNG   latency vs nodes, offload and software, the

@@ -1,4 +1,6 @@
 #!/bin/sh
+# Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+# SPDX-License-Identifier: BSD-3-Clause
 # Redoes, from scratch, the two checks of coll/offload against a real Open MPI
 # source tree, the installed Open MPI's own (Debian 12: 4.1.4 from
 # `apt-get source openmpi`), on this machine as root:

@@ -1,4 +1,6 @@
 #!/bin/sh
+# Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+# SPDX-License-Identifier: BSD-3-Clause
 # A cluster of N hosts on this machine, made of Linux network namespaces, for
 # running Open MPI jobs across "nodes" (root only).
 #
@@ -210,7 +212,7 @@ case "$cmd" in
             "$@")"
         ;;
     *)
-        sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '4,22p' "$0" | sed 's/^# \{0,1\}//'
         [ -z "$cmd" ] || exit 2
         ;;
 esac

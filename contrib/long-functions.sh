@@ -1,4 +1,6 @@
 #!/bin/sh
+# Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+# SPDX-License-Identifier: BSD-3-Clause
 # Lists the functions of the component's C sources longer than LIMIT lines (default 80),
 # counted from the line naming the function to its closing brace, longest first.
 #

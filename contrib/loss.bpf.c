@@ -1,3 +1,7 @@
+/*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
 /* Drop about LOSS_PCT percent of the packets leaving an interface: a tc egress
  * classifier for contrib/cluster.sh loss (this kernel has no netem). */
 #include <linux/bpf.h>

@@ -1,4 +1,6 @@
 #!/bin/sh
+# Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+# SPDX-License-Identifier: BSD-3-Clause
 # Places coll/offload into an Open MPI source tree as ompi/mca/coll/offload, the
 # way an upstream component lives: copies of src/, ompi/ and opal-glue/, with the
 # Makefile.am and configure.m4 of contrib/ompi-tree/ written for Open MPI's build

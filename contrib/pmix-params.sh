@@ -1,4 +1,6 @@
 #!/bin/sh
+# Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+# SPDX-License-Identifier: BSD-3-Clause
 # Open MPI 5 launches processes through PRRTE, whose PMIx server hands every MPI
 # process the entries of PMIx's own parameter file that look like Open MPI's
 # (PMIx's pmdl/ompi plugin: anything beginning with an Open MPI framework name,

@@ -1,4 +1,6 @@
 #!/bin/sh
+# Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+# SPDX-License-Identifier: BSD-3-Clause
 # Offload vs tuned across hosts made of network namespaces (root only): the
 # side-by-side latency benchmark on 2 hosts x 2 ranks and 4 hosts x 1 rank,
 # allreduce/barrier/bcast/reduce, 8 B .. 1 MiB. Tables in results/cluster-2x2/

@@ -1,4 +1,6 @@
 #!/bin/sh
+# Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+# SPDX-License-Identifier: BSD-3-Clause
 # Set up (contrib/setup.sh), then run the side-by-side latency benchmark:
 # offload vs tuned vs sm, np 2 and 4 (np 4 oversubscribed on a 2-core machine, and
 # marked so), all four collectives, 4 B .. 1 MiB; then their nonblocking and

@@ -1,4 +1,6 @@
 #!/bin/sh
+# Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs coll/offload under the sanitizers; zero reports expected.
 #
 #   asan-unit  the unit tests of src/ (test/unit) built with AddressSanitizer and

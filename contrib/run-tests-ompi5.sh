@@ -1,4 +1,6 @@
 #!/bin/sh
+# Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+# SPDX-License-Identifier: BSD-3-Clause
 # The test suite against Open MPI 5.0, on a Debian 12 machine (as root): a
 # Debian 13 (trixie) root made by debootstrap holds Open MPI 5.0.x with its devel
 # headers and an Open MPI source tree (apt-get source) for the few headers the

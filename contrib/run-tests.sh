@@ -1,4 +1,6 @@
 #!/bin/sh
+# Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+# SPDX-License-Identifier: BSD-3-Clause
 # Set up (contrib/setup.sh), then run every test: the unit tests of the core
 # (no MPI), a bounded fuzz run of the readers of peer-written state (libFuzzer,
 # 15 s per harness), the simulator's checks (bench/sim-check.sh), the unit tests

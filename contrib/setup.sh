@@ -1,4 +1,6 @@
 #!/bin/sh
+# Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+# SPDX-License-Identifier: BSD-3-Clause
 # Install what coll/offload needs on Debian 12 or 13 (when missing), build it, and
 # install mca_coll_offload.so into the system Open MPI's component directory.
 # Idempotent; run as root (or with sudo available).

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — Open MPI glue: component, module and the collective entry points.
  *
  * The module owns, per communicator, the software NIC segment, the edge

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the progress agent thread: how it is configured from the MCA
  * values, and where it runs: a core no rank of this node is bound to, from
  * hwloc's topology and the launcher's per-process cpusets (PMIx). The agent

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the layer below: the collective functions (and their modules)
  * that were installed on a communicator before ours, which every fallback calls.
  *

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — what differs between the Open MPI versions the component builds
  * against (4.1 and 5.0), in one place. Everything else uses the unversioned names
  * both versions define (mca_coll_base_component_t, mca_coll_base_module_t).

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the decision's out-of-line part (see coll_offload_decide.h):
  * counting and explaining decisions, set-up from a persistent init, segment
  * sizes, the nonblocking entry points' decisions and program choice.

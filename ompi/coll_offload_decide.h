@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the offload/fallback decision, shared by every entry point
  * (blocking, nonblocking, persistent): the per-call checks are inline here, on
  * the path of every small call; what runs once per call kind or set-up is in

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — what every entry point does around a call that runs: the
  * report of a call that failed (and what the communicator is left with), the
  * refusal on a communicator whose ranks' calls differed, the agreement a

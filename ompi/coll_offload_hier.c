@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — node-aware collectives on communicators that span nodes.
  *
  * Two levels, as in the seed's Rank and Node levels: the ranks of a node

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the node-aware module (internal to the component): its state,
  * shared by its set-up (coll_offload_hier_setup.c: the module's life, the node
  * layout, the leaders' libfabric NIC) and its calls (coll_offload_hier.c).

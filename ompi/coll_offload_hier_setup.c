@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the node-aware module's life and set-up: construction and
  * destruction, enable (the layer below saved), the sub-communicators and the
  * node layout (at the first blocking collective), and the node leaders'

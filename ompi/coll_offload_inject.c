@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — fault injection for tests (coll_offload_inject): the steps of
  * the set-up (and the staging of a bcast) where a rank can be made to fail, to
  * test the error paths.

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the per-communicator module's life: construction (every
  * entry point it offers), enable (save the layer below), release of its NIC
  * and programs, teardown. The NIC's set-up is coll_offload_setup.c.

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the nonblocking and persistent entry points.
  *
  * MPI_Iallreduce, MPI_Ireduce, MPI_Ibcast, MPI_Ibarrier and the persistent

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the collective entry points: offload or hand to the layer below.
  *
  * Every decision depends only on arguments that MPI requires to be the same on

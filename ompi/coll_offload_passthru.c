@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the reductions this component does not run itself
  * (reduce_scatter, reduce_scatter_block, scan, exscan: blocking, nonblocking and
  * persistent), handed to the layer below unchanged except for the op: where the

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — what the blocking (coll_offload_repsum.c) and the nonblocking
  * and persistent (coll_offload_repsum_nb.c) reproducible sums share: the binned
  * elements of a call and their conversions.

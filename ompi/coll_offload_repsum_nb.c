@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — nonblocking and persistent reproducible sums: a request of
  * the component's own entry points carrying the binned elements, converted
  * back once it completes (coll_offload_repsum.c has the blocking calls).

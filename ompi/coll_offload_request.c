@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the MPI requests of nonblocking and persistent collectives.
  *
  * A request holds one call of the execution queue (coll_offload_queue.c),

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — MPI requests of nonblocking and persistent collectives
  * (internal to the component; coll_offload_request.c). The entry points
  * (coll_offload_nb.c) decide; a request made here runs its call on the

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the collective, lazy set-up of a communicator at its first
  * offloaded call: the programs compiled, the NIC set up by its backend's
  * set-up (coll_offload_shm.c) and the module made ready, or disabled alike on

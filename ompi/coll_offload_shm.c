@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the software NIC's set-up for one communicator: the segment
  * sized to the shared-memory budget and counted against the node-wide cap,
  * created by rank 0 (anonymous, else named) and attached by the others, a

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — which MPI datatypes and ops the NIC's ALU takes, and how.
  */
 #include "coll_offload.h"

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — thin adapters to OPAL: the MCA variables and their storage,
  * the pvar and progress hooks, how a wait is configured. Nothing here knows
  * the component's modules; the component (ompi/) includes this, not the other

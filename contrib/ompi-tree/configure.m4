@@ -1,4 +1,6 @@
 # -*- shell-script -*-
+# Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # coll/offload inside an Open MPI source tree: built when the libfabric header
 # is there (the ofi backend is compiled always and loads libfabric at run time)

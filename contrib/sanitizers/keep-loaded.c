@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * Preloaded into MPI processes for the sanitizer smoke run: dlclose() does
  * nothing, so every component Open MPI unloads in MPI_Finalize (ours included)
  * is still mapped when LeakSanitizer reports at exit. Without it the

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the NIC's arithmetic unit: element-wise reduction kernels.
  *
  * Which (op, type) pairs exist follows the MPI standard's table of predefined

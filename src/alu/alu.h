@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the NIC's arithmetic unit.
  *
  * Element-wise reduction kernels for every predefined MPI reduction op on every

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — reproducible floating-point sums (see repsum.h).
  *
  * Why the sum cannot depend on the order of the adds. An element stands for

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — reproducible floating-point sums on the NIC's ALU.
  *
  * A float or double is carried as a binned integer element (ofl_repsum_t):

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the one rounding of reproducible sums, shared by the binned
  * element (repsum.c) and the two-pass wide integer form (repsum_wide.c).
  *

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the two-pass form of reproducible sums (see repsum_wide.h).
  *
  * Why it equals the binned form bit for bit. The binned form's final element

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the two-pass form of reproducible sums, for large counts.
  *
  * The binned element (repsum.h) carries 32 bytes per value. Its final value is

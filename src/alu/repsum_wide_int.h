@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — what the two-pass form's scalar code (repsum_wide.c) and its
  * x86 vector code (repsum_wide_vec.c) share: the meta element's fields, one
  * value's conversions (the reference every vector lane must equal), and the

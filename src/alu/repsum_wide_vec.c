@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the two-pass form's vector code: x86-64 AVX2, four doubles per
  * 256-bit register, one 64-bit lane each, chosen at run time (repsum_wide.c).
  * Every lane computes what the scalar code (repsum_wide_int.h, repsum_wide.c)

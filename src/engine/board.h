@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — small collectives on the NIC's board (nic.h).
  *
  * Every rank has, per board slot, a few lines that only it writes, each with a

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — what the node-aware level needs from a network backend: one
  * endpoint per node leader, joining the leaders of a communicator.
  *

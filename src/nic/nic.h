@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — what the engine needs from a NIC backend.
  *
  * A backend owns, for one rank of one communicator, the CP counters and the

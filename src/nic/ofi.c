@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the libfabric NIC backend (see ofi.h): its data path, the
  * ops table the engine drives, and what the component reads of a NIC. The
  * endpoint's set-up and the exchange of addresses are ofi_ep.c.

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — a NIC backend over libfabric: the same CP counters and
  * mailboxes as the software NIC, between processes on different nodes.
  *

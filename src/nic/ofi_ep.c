@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the libfabric NIC's set-up (see ofi.h): loading libfabric,
  * choosing the provider, opening the endpoint and registering the streams'
  * regions, the address blob every rank publishes and its check, connecting to

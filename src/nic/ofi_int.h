@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the libfabric NIC's insides, shared by ofi.c (the NIC the
  * engine drives), ofi_ep.c (its set-up) and ofi_native.c (collectives posted
  * as triggered operations). Not for use outside src/nic/.

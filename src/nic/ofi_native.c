@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — collectives posted whole as libfabric triggered operations
  * (see ofi.h for the algorithm and its guarantees).
  *

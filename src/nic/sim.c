@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the simulated NIC and its discrete-event engine (see sim.h).
  *
  * Time is virtual. A heap of events (packet arrivals, stage starts) is drained in

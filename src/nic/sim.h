@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the simulated NIC: compiled descriptor programs run by the real
  * engine (engine.h) on a NIC backend (nic.h) that lives in virtual time.
  *

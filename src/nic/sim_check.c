@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the simulation's data and the reference its results are checked
  * against: a fold over the ranks in rank order, written out without the ALU.
  */

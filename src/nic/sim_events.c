@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the simulator's virtual time: a heap of events drained in time
  * order (ties in the order they were pushed, so that runs are reproducible), and
  * the random numbers of the noise and the data.

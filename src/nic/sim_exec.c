@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the executors in virtual time. After the engine fired what the
  * counters allowed at a rank, the descriptors it fired are replayed from the
  * program to charge each its time on the rank's executor (the NIC's send unit, or

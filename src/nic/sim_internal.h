@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the simulated NIC's private parts, shared by its files:
  *   sim_events.c  the event queue (virtual time) and the random numbers
  *   sim_net.c     the machine: topologies, routes and a packet's trip

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the simulated machine's network: routes through a k-ary n-tree
  * or a dragonfly, shared memory between ranks of a node, and a packet's trip from
  * the sender's port to the receiver (docs/perf/sim.md: the machine model).

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the sim NIC's operations (nic.h): counters per peer and channel,
  * mailboxes the engine writes into and reads from at once. A bump raises nothing:
  * it is logged, and sim_exec.c sends it as a packet in virtual time.

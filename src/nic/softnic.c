@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the software NIC (see softnic.h): its data path, the ops
  * table every engine call goes through. The segment's set-up is softnic_seg.c.
  */

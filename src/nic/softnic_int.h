@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — what the software NIC's two halves share (internal to
  * src/nic/): the segment's geometry constants and the pid of a peer. softnic.c
  * is the data path (the ops table), softnic_seg.c the segment's set-up.

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the software NIC's segment (see softnic.h): its geometry and
  * what fits a budget, making it (anonymous or named) and attaching to it,
  * sealing the pids, the single-copy probe, sweeping stale names, detaching.

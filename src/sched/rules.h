@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — the rules file: per-node tuning advice read at start-up.
  *
  * Format (this comment is the reference):

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — compile a collective into one rank's descriptor program.
  *
  * Called once per communicator and shape (collective, root); the result is reused

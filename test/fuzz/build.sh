@@ -1,4 +1,6 @@
 #!/bin/sh
+# Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+# SPDX-License-Identifier: BSD-3-Clause
 # Build the libFuzzer harnesses (clang -fsanitize=fuzzer,address,undefined)
 # against the sources of src/ directly: build.sh [OUTDIR] (default: build/
 # next to this script). FUZZ_HARNESSES picks some (default: all seven). Needs

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * Shared by the libFuzzer harnesses of the readers of peer-written state: an
  * input cursor, an oracle assertion, and a two-rank software NIC in this
  * process whose peer-written parts the input rewrites.

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * Fuzz what a rank reads from the software NIC's header: at attach (magic and
  * geometry), afterwards (the poison mark, the pids), and at sealing. Rank 0
  * creates a segment once; every input rewrites its header words, then rank 1

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * Fuzz the board reader: rank 0 runs board allreduces (sums of uint8, 0..448
  * bytes, call after call) while the input writes rank 1's board lines, the
  * payload and the call number of each, near the right number or anywhere, as

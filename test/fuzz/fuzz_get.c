@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * Fuzz the by-reference reader: a get of an item whose reference (address and
  * length in the sender's memory) rank 0 published in rank 1's mailbox, which
  * the input rewrites. Two ranks of one software NIC (both this process, so a

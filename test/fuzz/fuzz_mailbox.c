@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * Fuzz the mailbox readers: DATA stamps and CREDIT counters as the engine
  * consumes them. Two ranks of one software NIC run a real allreduce program
  * (tree, exchange or split; sums of uint32) call after call; the input is a

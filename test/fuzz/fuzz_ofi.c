@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * Fuzz the libfabric NIC's readers, without a network: the address blob a
  * neighbour sends at connect (ofl_ofi_blob_check), and the values peers
  * write into this rank's memory while it runs (the DATA counters the provider

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * Fuzz the policy parser (src/sched/policy.c), which reads MCA strings: any
  * bytes, any length, any error buffer size.
  *

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * Fuzz the rules file parser (src/sched/rules.c), which reads a file written by
  * hand or by a tuning script: any bytes, any length, any error buffer size.
  *

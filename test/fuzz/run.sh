@@ -1,4 +1,6 @@
 #!/bin/sh
+# Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+# SPDX-License-Identifier: BSD-3-Clause
 # A bounded fuzz run: build the harnesses (build.sh), then run each for
 # FUZZ_SECONDS (default 15) from its checked-in seed corpus (corpus/NAME; new
 # inputs go to a scratch copy, never into the tree). A harness passes when it

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * Persistent collectives under MPI-4's names. Open MPI 5 has them in mpi.h
  * (MPI_Allreduce_init, ...), although its MPI_VERSION still says 3; Open MPI 4.1
  * only as the pcollreq extension's MPIX_<coll>_init in mpi-ext.h. Tests and

@@ -1,4 +1,6 @@
 #!/bin/sh
+# Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs the multi-node MPI tests of coll/offload on a cluster of network
 # namespaces made on this machine (contrib/cluster.sh), and takes it down
 # again however the tests end.

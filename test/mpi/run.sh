@@ -1,4 +1,6 @@
 #!/bin/bash
+# Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs the MPI-level tests of coll/offload under mpirun and sums their results.
 #
 # Usage: run.sh [BINDIR]

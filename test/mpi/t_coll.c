@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * t_coll: correctness matrix of MPI_Allreduce, MPI_Reduce, MPI_Bcast and
  * MPI_Barrier, the collectives coll/offload provides.
  *

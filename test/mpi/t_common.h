@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * Shared helpers of the MPI-level tests of coll/offload.
  *
  * Only the public MPI API (mpi.h, MPI_T) is used so the tests can be validated

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * A corrupt or hostile peer: rank size-1 rewrites what it may write in the
  * communicator's software NIC segment with values no correct rank writes,
  * then leaves the collective to the others, who must get an MPI error naming

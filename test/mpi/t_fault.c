@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * Fault behaviour of coll/offload: a waiting rank must notice a dead peer, and
  * the watchdog must turn an over-long wait into an error, never a hang.
  *

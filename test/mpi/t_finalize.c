@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * A job that ends right after its only nonblocking and persistent calls: the
  * progress agent is started by the first of them, and may not have run at all
  * before MPI_Finalize. Whatever it does when it finally runs must not depend on

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * Argument mismatch between ranks (an erroneous program): one rank passes a
  * different op, datatype, count or root — or calls another collective — than the
  * others in the same call. coll/offload must end the call with an MPI error on

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * t_nb: nonblocking and persistent collectives.
  *
  * Sections (each result is compared with a reference computed from every

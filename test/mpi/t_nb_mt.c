@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * t_nb_mt: MPI_THREAD_MULTIPLE, two threads, each running blocking,
  * nonblocking and persistent collectives on its own communicator at the same
  * time as the other. Every result is checked; a thread also completes its

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * The node leaders' level on the libfabric NIC (run across hosts with
  * --mca coll_offload_ofi 1 --mca coll_offload_ofi_after 0; see run-cluster.sh).
  *

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * Reproducible sums (coll_offload_repsum / info key coll_offload_repsum).
  *
  * The global data do not depend on the number of ranks: element j is the sum of

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * Failure paths of coll/offload's set-up and staging leave nothing behind.
  * Run with --mca coll_offload_inject STEP:RANK[:kill],... (a step of the first
  * set-up, or of the first staged bcast, fails on a chosen rank) and say what

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * t_shm: the shared memory a communicator costs on the node.
  *
  * Every communicator of coll/offload maps one segment, visible in

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * Integer reductions wrap, whatever path a call takes, and every predefined
  * datatype is recognised as itself.
  *

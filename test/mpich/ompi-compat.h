@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * Force-included (-include) into every compile of MPICH's test programs when
  * they are built against Open MPI by run.sh. It changes no test: it only maps
  * names the tests use onto what Open MPI provides.

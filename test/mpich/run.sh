@@ -1,4 +1,6 @@
 #!/bin/bash
+# Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+# SPDX-License-Identifier: BSD-3-Clause
 # MPICH's collective test suite (test/mpi/coll of Debian's mpich source package)
 # built against the installed Open MPI with mpicc and run twice per test: with
 # Open MPI's default selection (coll/offload, installed with the highest
@@ -60,7 +62,7 @@ while [ $# -gt 0 ]; do
         --max-np) MAX_NP=$2; shift 2 ;;
         --timeout) TEST_TIMEOUT=$2; shift 2 ;;
         --only) ONLY=$2; shift 2 ;;
-        -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '4,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "run.sh: unknown option $1" >&2; echo "0 passed, 1 failed"; exit 1 ;;
     esac
 done

@@ -1,3 +1,7 @@
+/*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
 /* The simulated communicator test_engine steps: all ranks in one thread, each
  * with its own mapping of one softnic segment; the calls it runs, the references
  * it checks them against, and the checks it makes after every step (the

@@ -1,3 +1,7 @@
+/*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
 /* Helpers the engine's unit tests share (test_sched, test_engine, test_threads,
  * test_softnic): inputs and the references computed from them, shared memory
  * names, and a clock. Static inline so that each program carries only what it

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * Unit test of the progress agent (src/engine/agent.c) without MPI.
  *
  *   lazy      nothing runs before start; the start hook runs in the starting

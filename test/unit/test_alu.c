@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * Unit test of the arithmetic unit (src/alu): which (op, type) pairs have kernels,
  * and that every kernel matches a scalar reference on every element.
  *

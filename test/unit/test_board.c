@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * Unit tests of the board (engine/board.h) on the software NIC, one thread per
  * rank, no MPI:
  *   results   1..16 ranks, thousands of back-to-back calls of 0..448 bytes

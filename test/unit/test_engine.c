@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * Unit test of the descriptor engine (src/engine) on programs of the schedule
  * compiler (src/sched) over the software NIC, without MPI: a deterministic
  * simulation.

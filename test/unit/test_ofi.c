@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * Unit test of the libfabric NIC backend (src/nic/ofi.c) without MPI: several
  * "ranks" in one process, each with its own endpoint (provider sockets, over
  * this host's loopback or first interface), connected by exchanging address

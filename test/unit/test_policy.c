@@ -1,3 +1,7 @@
+/*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
 /* Unit tests of the per-size policy parser (src/sched/policy.c). */
 #include <stdint.h>
 #include <string.h>

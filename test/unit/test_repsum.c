@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * Reproducible sums (alu/repsum.h): the same multiset summed in many orders and
  * tree shapes gives the same bytes, and the value agrees with an exact sum kept
  * here in a long fixed-point accumulator: correctly rounded when no input bits

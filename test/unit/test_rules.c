@@ -1,3 +1,7 @@
+/*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
 /* Unit tests of the rules file parser (src/sched/rules.c). */
 #include <limits.h>
 #include <stdint.h>

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * Unit test of the schedule compiler (src/sched) without MPI: the shape of its
  * programs. Every rank's program compiles and is internally consistent
  * (triggers, CP bumps and item positions follow from its references, the

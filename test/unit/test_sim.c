@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * The simulated NIC: latencies of small trees worked out by hand from the machine
  * model, routes of both topologies, and results of every program shape checked
  * bit for bit against the reference.

@@ -1,3 +1,7 @@
+/*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
 /* The software NIC (src/nic/softnic.c) without MPI. How its segment is made and
  * found: an anonymous segment that other processes reopen through /proc and
  * that never has a name, the named one whose last attacher removes the name, and

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * Unit test of the descriptor engine (src/engine) over the software NIC with one
  * thread per rank, without MPI, and of how it handles failures.
  *

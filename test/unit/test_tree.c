@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * Unit test of the reduction/broadcast trees (src/tree).
  *
  * Every (kind, radix, size, root) is checked as a whole tree built from the

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * Unit tests of the checks on values peers write (nic.h, "Validation"), with
  * hand-made corrupt inputs, deterministic, no MPI:
  *   stamps     a DATA stamp beyond the slots this rank's credits allow, or

@@ -1,3 +1,7 @@
+/*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
 /* Minimal assertion helpers for the unit tests: count checks, report failures
  * with file:line, exit non-zero when anything failed. */
 #ifndef OFL_UNIT_H

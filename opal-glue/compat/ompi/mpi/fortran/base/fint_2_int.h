@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+/*
  * coll/offload — stand-in for a header that Open MPI's op.h includes but that
  * distributions' devel-header packages (Debian's libopenmpi-dev 4.1) omit. It is
  * searched after the real include directories (-idirafter), so a complete
