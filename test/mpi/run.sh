@@ -615,6 +615,27 @@ chmod +x "$rules_dir/pick.sh"
 timeout -k 15 "$TEST_TIMEOUT" $MPIRUN $MPIRUN_ARGS -np 3 $COLL_SELECTION "$rules_dir/pick.sh" \
     "$BINDIR/t_coll" --quick >"$rules_dir/differ.log" 2>&1 </dev/null
 rules_says "$rules_dir/differ.log" "have different rules" "^t_coll: [0-9]* passed, 0 failed"
+# The tuner (bench/coll-offload-tune) on a short budget: it checks every candidate's
+# result, writes a file that reads back, and the component runs t_coll by it.
+tune="$BINDIR/../../bench/coll-offload-tune"
+if [ "$EXPECT_OFFLOAD" = 1 ]; then
+    # shellcheck disable=SC2086
+    timeout -k 15 "$TEST_TIMEOUT" $MPIRUN $MPIRUN_ARGS -np 3 $COLL_SELECTION "$tune" \
+        --budget 6 --sizes 4:64k --rounds 3 --quiet --out "$rules_dir/tuned.conf" \
+        >"$rules_dir/tune.log" 2>&1 </dev/null
+    rules_says "$rules_dir/tune.log" "wrote .*tuned.conf ([1-9][0-9]* rules)"
+    if grep -q "WRONG RESULT" "$rules_dir/tune.log"; then
+        total_fail=$((total_fail + 1))
+        echo "[FAIL]   tuner: a candidate gave a wrong result ($rules_dir/tune.log)"
+    fi
+    # shellcheck disable=SC2086
+    run t_coll 3 "--mca coll_offload_rules_file $rules_dir/tuned.conf --mca coll_offload_verbose 1" \
+        --quick $expect
+    cp "$LOGDIR/t_coll.np3.log" "$rules_dir/tuned.log"
+    rules_says "$rules_dir/tuned.log" "tuned.conf line [0-9]* in force: allreduce 3 policy="
+else
+    echo "[skip]   tuner: needs the component (EXPECT_OFFLOAD=1)"
+fi
 run t_repsum 4 ""
 if [ "$EXPECT_OFFLOAD" = 1 ]; then
     # Ranks passing different arguments to one call (op, datatype, count, root,
