@@ -2,7 +2,8 @@
 # Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
 # SPDX-License-Identifier: BSD-3-Clause
 # The simulator's checks for CI (seconds): seed 003's validation on two tables,
-# node-aware runs on node shapes read by hwloc (synthetic), a dragonfly, both modes.
+# node-aware runs on node shapes read by hwloc (synthetic), a dragonfly, both modes,
+# and the rules file `sim rules` writes.
 # Every simulated result is compared with the reference inside bench/sim.
 # Last line: "N passed, M failed".
 set -u
@@ -47,4 +48,18 @@ one "2 packages x 2 NUMA x 16 cores, 16 KiB" "(64 per node, 16 per socket)" \
 echo "-- dragonfly, k-ary tree, 1 MiB (scaled), software"
 one "dragonfly" "1048576 B, software" --dragonfly --ranks 256 --bytes 1048576 \
     --tree kary --radix 4 --mode software
+echo "-- sim rules: the simulated tree advice as a rules file, up to 64 ranks"
+# sim rules reads its text back with the component's parser and fails if it does not
+# read as written; here: it ran, and the file has a format line and rules of both kinds.
+rules=$(timeout 120 "$sim" rules --max-ranks 64 2>&1)
+rc=$?
+echo "$rules"
+if [ "$rc" -eq 0 ] && echo "$rules" | grep -q "^format 1$" \
+    && echo "$rules" | grep -q "^reduce [0-9+-]* .*origin=simulated$" \
+    && echo "$rules" | grep -q "^bcast [0-9+-]* .*origin=simulated$"; then
+    tally_add "1 passed, 0 failed"
+else
+    echo "FAIL: sim rules (exit $rc)"
+    tally_add "0 passed, 1 failed"
+fi
 tally_end

@@ -20,13 +20,29 @@
  *           [--mode offload|software] [--hier] [--hwloc SYNTH] [--dragonfly] [--tianhe]
  *           [--set PARAM=VALUE]...
  *       one run; prints latency, events, memory and the wall time it took.
+ *   sim rules [--above N] [--max-ranks M] [--ppn P] [--calls C] [--out FILE]
+ *       the simulator's advice as a rules file (docs/rules-format.md, origin=simulated):
+ *       per band of communicator sizes one reduce and one bcast rule with the tree of
+ *       least latency. Bands: N+1 up to the next power of two, then doubling up to M
+ *       rounded up to a power of two (defaults N 2, M 4096: 3-4, 5-8, ..., 2049-4096);
+ *       the last band is written open-ended (2049+), so larger communicators take the
+ *       advice for M. Each band is simulated at its largest size (P ranks per node, a
+ *       power of two, default 1; the modern model, offload, not node-aware), reduce and
+ *       bcast rooted at 0 each on its own; candidates knomial and kary of radix 2, 4, 8
+ *       and flat (bands of at most 16), ranked by the geometric mean of their latency at
+ *       8 B, 1 KiB and 64 KiB; knomial-4, the default, stays unless another is strictly
+ *       faster. C: calls per run (default 1; offload runs have no noise). The text is
+ *       read back with ofl_rules_parse before it goes to stdout or FILE.
  *
  * Every simulated call's result is compared with the reference; any difference
  * makes the command fail.
  */
 #include "nic/sim.h"
 
+#include "sched/rules.h"
+
 #include <hwloc.h>
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -537,13 +553,280 @@ static int cmd_one(int argc, char **argv, const opts_t *o)
     return bad ? 1 : 0;
 }
 
+/* ---- rules: the simulator's tree advice as a rules file --------------------------- */
+
+typedef struct {
+    ofl_tree_kind_t kind;
+    int radix;                /* 0 for flat: its radix is the communicator's size - 1 */
+} shape_t;
+
+/* The candidates; knomial-4 is the component's default (coll_offload_*_radix), which a
+ * band keeps unless another shape is strictly faster. */
+static const shape_t rule_shapes[] = {
+    { OFL_TREE_KNOMIAL, 4 }, { OFL_TREE_KNOMIAL, 2 }, { OFL_TREE_KNOMIAL, 8 },
+    { OFL_TREE_KARY, 2 }, { OFL_TREE_KARY, 4 }, { OFL_TREE_KARY, 8 }, { OFL_TREE_FLAT, 0 },
+};
+#define RULE_SHAPES ((int) (sizeof(rule_shapes) / sizeof(rule_shapes[0])))
+/* A flat tree's root talks to every rank: only for bands of at most this many ranks. */
+#define RULE_FLAT_MAX 16
+#define RULE_BANDS_MAX 24     /* 2 rules a band, and a file holds OFL_RULES_MAX (64) */
+
+static const size_t rule_sizes[] = { 8, 1024, 65536 };
+#define RULE_SIZES ((int) (sizeof(rule_sizes) / sizeof(rule_sizes[0])))
+
+static void shape_name(shape_t s, char *buf, size_t len)
+{
+    if (OFL_TREE_FLAT == s.kind) {
+        snprintf(buf, len, "flat");
+    } else {
+        snprintf(buf, len, "%s-%d", ofl_tree_kind_name(s.kind), s.radix);
+    }
+}
+
+/* Geometric mean over rule_sizes of one collective's latency (root 0) with one shape on
+ * `ranks` ranks: each size weighs the same whatever its latency, so 64 KiB does not
+ * decide alone. NAN when a run failed (counted in `bad`). */
+static double rule_lat(const opts_t *o, const ofl_sim_model_t *m, const ofl_sim_topo_t *t,
+                       int ranks, ofl_coll_t coll, shape_t s)
+{
+    double logsum = 0.0;
+    for (int si = 0; si < RULE_SIZES; ++si) {
+        opts_t oo = *o;
+        oo.kind = s.kind;
+        oo.radix = OFL_TREE_FLAT == s.kind ? 2 : s.radix;   /* flat ignores it */
+        ofl_sim_run_t r = base_run(&oo, OFL_SIM_OFFLOAD, rule_sizes[si]);
+        r.coll = coll;
+        r.root = 0;
+        /* as cmd_project: all ranks' buffers near 256 MiB at most */
+        size_t cap = (size_t) (256u << 20) / (size_t) ranks / 6;
+        scale_msg(&r, rule_sizes[si], 128 * 1024, cap < 64 ? 64 : cap);
+        double lat = run_once(m, t, ranks / t->ppn, &r, NULL);
+        if (!(lat > 0.0)) {
+            return NAN;
+        }
+        logsum += log(lat);
+    }
+    return exp(logsum / RULE_SIZES);
+}
+
+static int arg_int(const char *opt, const char *v, long lo, long hi, int *out)
+{
+    char *end;
+    long x = strtol(v, &end, 10);
+    if ('\0' == *v || '\0' != *end || x < lo || x > hi) {
+        fprintf(stderr, "sim rules: %s takes a whole number %ld..%ld, not '%s'\n", opt, lo, hi,
+                v);
+        return -1;
+    }
+    *out = (int) x;
+    return 0;
+}
+
+static int cmd_rules(int argc, char **argv, const opts_t *o)
+{
+    int above = 2, max_ranks = 4096, ppn = 1, calls = 1;
+    const char *out = NULL;
+    for (int i = 0; i < argc; ++i) {
+        const char *a = argv[i];
+        if (i + 1 >= argc) {
+            fprintf(stderr, "sim rules: '%s' without a value, or unknown (see bench/sim.c)\n",
+                    a);
+            return 2;
+        }
+        const char *v = argv[++i];
+        int rc = 0;
+        if (!strcmp(a, "--above")) {
+            rc = arg_int(a, v, 1, OFL_RULES_RANKS_MAX - 1, &above);
+        } else if (!strcmp(a, "--max-ranks")) {
+            rc = arg_int(a, v, 2, OFL_RULES_RANKS_MAX, &max_ranks);
+        } else if (!strcmp(a, "--ppn")) {
+            rc = arg_int(a, v, 1, 1 << 16, &ppn);
+        } else if (!strcmp(a, "--calls")) {
+            rc = arg_int(a, v, 1, 1000, &calls);
+        } else if (!strcmp(a, "--out")) {
+            out = v;
+        } else {
+            fprintf(stderr, "sim rules: unknown option '%s' (see bench/sim.c)\n", a);
+            return 2;
+        }
+        if (0 != rc) {
+            return 2;
+        }
+    }
+    /* Bands end at powers of two, so a power-of-two ppn divides every band's size that
+     * fills more than one node. */
+    if (0 != (ppn & (ppn - 1))) {
+        fprintf(stderr, "sim rules: --ppn must be a power of two, not %d\n", ppn);
+        return 2;
+    }
+    if (above >= max_ranks) {
+        fprintf(stderr, "sim rules: nothing to advise: --above %d, --max-ranks %d\n", above,
+                max_ranks);
+        return 2;
+    }
+
+    /* Bands: (above+1) up to the next power of two, then doubling, the last one holding
+     * max_ranks (its end: max_ranks rounded up to a power of two). */
+    int lo[RULE_BANDS_MAX], hi[RULE_BANDS_MAX], nb = 0;
+    long top = 1;
+    while (top < above + 1) {
+        top *= 2;
+    }
+    for (long l = above + 1; nb < RULE_BANDS_MAX; l = top + 1, top *= 2) {
+        lo[nb] = (int) l;
+        hi[nb++] = (int) top;
+        if (top >= max_ranks) {
+            break;
+        }
+    }
+
+    ofl_sim_model_t m = modern_model();
+    opts_t oo = *o;
+    oo.calls = calls;
+    static const ofl_coll_t colls[2] = { OFL_COLL_REDUCE, OFL_COLL_BCAST };
+    shape_t best[RULE_BANDS_MAX][2];
+    double best_us[RULE_BANDS_MAX][2], k4_us[RULE_BANDS_MAX][2];
+    double w0 = wall_s();
+    for (int b = 0; b < nb; ++b) {
+        /* A rule's tree shapes the whole communicator's program (the node-aware module
+         * keeps the MCA values), so the run is flat over all ranks, not node-aware; a
+         * band smaller than a node is one node. */
+        ofl_sim_topo_t t = { .kind = OFL_SIM_FATTREE, .k = 32,
+                             .ppn = ppn < hi[b] ? ppn : hi[b] };
+        for (int c = 0; c < 2; ++c) {
+            best[b][c] = rule_shapes[0];
+            best_us[b][c] = INFINITY;
+            for (int s = 0; s < RULE_SHAPES; ++s) {
+                if (OFL_TREE_FLAT == rule_shapes[s].kind && hi[b] > RULE_FLAT_MAX) {
+                    continue;
+                }
+                double lat = rule_lat(&oo, &m, &t, hi[b], colls[c], rule_shapes[s]);
+                if (0 == s) {
+                    k4_us[b][c] = lat;
+                }
+                if (lat < best_us[b][c]) {
+                    best_us[b][c] = lat;
+                    best[b][c] = rule_shapes[s];
+                }
+            }
+        }
+    }
+    double w1 = wall_s();
+    if (bad) {
+        fprintf(stderr, "sim rules: %d simulated runs failed or gave wrong results; "
+                        "no rules written\n", bad);
+        return 1;
+    }
+
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (NULL == f) {
+        fprintf(stderr, "sim rules: out of memory\n");
+        return 1;
+    }
+    fprintf(f, "# written by sim rules: simulated advice\n");
+    fprintf(f, "# sim rules --above %d --max-ranks %d --ppn %d --calls %d\n", above, max_ranks,
+            ppn, calls);
+    fprintf(f, "# model: modern (bench/sim.c, docs/perf/sim.md), 32-ary fat tree, %d rank%s "
+               "per node, offload\n", ppn, 1 == ppn ? "" : "s");
+    fprintf(f, "# reduce and bcast (root 0) simulated each on its own, at each band's largest "
+               "size;\n# allreduce's tree goes up the reduce tree and down the bcast tree\n");
+    fprintf(f, "# latency: geometric mean over 8 B, 1 KiB and 64 KiB of doubles\n");
+    fprintf(f, "# candidates: knomial-2/4/8, kary-2/4/8, flat (bands of at most %d ranks); "
+               "knomial-4 (the\n# default) stays unless another is strictly faster\n",
+            RULE_FLAT_MAX);
+    fprintf(f, "# the last band is open-ended: communicators larger than %d take the advice "
+               "for %d\n# (not simulated)\n", hi[nb - 1], hi[nb - 1]);
+    for (int c = 0; c < 2; ++c) {
+        for (int b = 0; b < nb; ++b) {
+            char bn[16], rng[32];
+            shape_name(best[b][c], bn, sizeof(bn));
+            if (b == nb - 1) {
+                snprintf(rng, sizeof(rng), "%d+ (at %d)", lo[b], hi[b]);
+            } else if (lo[b] == hi[b]) {
+                snprintf(rng, sizeof(rng), "%d", lo[b]);
+            } else {
+                snprintf(rng, sizeof(rng), "%d-%d", lo[b], hi[b]);
+            }
+            fprintf(f, "# %s %s: %s %.2f us, knomial-4 %.2f us (%.2fx)\n",
+                    ofl_coll_name(colls[c]), rng, bn, best_us[b][c], k4_us[b][c],
+                    k4_us[b][c] / best_us[b][c]);
+        }
+    }
+    fprintf(f, "format 1\n");
+    for (int c = 0; c < 2; ++c) {
+        for (int b = 0; b < nb; ++b) {
+            ofl_rule_t r = { .coll = colls[c], .lo = lo[b],
+                             .hi = b == nb - 1 ? INT_MAX : hi[b], .tree = best[b][c].kind,
+                             .radix = best[b][c].radix, .origin = OFL_ORIGIN_SIMULATED };
+            char line[OFL_RULES_LINE_MAX + 1];
+            ofl_rules_format(&r, line, sizeof(line));
+            fprintf(f, "%s\n", line);
+        }
+    }
+    if (0 != fclose(f)) {
+        free(text);
+        fprintf(stderr, "sim rules: out of memory\n");
+        return 1;
+    }
+
+    /* The text must be what the component reads: parsed here, every rule where it was
+     * meant to be, before anything is written. */
+    static ofl_rules_t parsed;
+    char err[256] = "", why[200];
+    int bad_line = 0;
+    if (0 != ofl_rules_parse(text, len, &parsed, &bad_line, why, sizeof(why))) {
+        snprintf(err, sizeof(err), "line %d: %s", bad_line, why);
+    } else if (parsed.n != 2 * nb) {
+        snprintf(err, sizeof(err), "%d rules read back, %d written", parsed.n, 2 * nb);
+    }
+    for (int c = 0; '\0' == err[0] && c < 2; ++c) {
+        for (int b = 0; '\0' == err[0] && b < nb; ++b) {
+            const ofl_rule_t *r = ofl_rules_find(&parsed, colls[c], lo[b]);
+            int want_hi = b == nb - 1 ? INT_MAX : hi[b];
+            if (NULL == r || r->lo != lo[b] || r->hi != want_hi
+                || r->tree != (int) best[b][c].kind || r->radix != best[b][c].radix
+                || r->has_policy || OFL_ORIGIN_SIMULATED != r->origin) {
+                snprintf(err, sizeof(err), "the %s rule for %d ranks reads back differently",
+                         ofl_coll_name(colls[c]), lo[b]);
+            }
+        }
+    }
+    if ('\0' != err[0]) {
+        fprintf(stderr, "sim rules: the text does not read back as written (%s):\n", err);
+        fputs(text, stderr);
+        free(text);
+        return 1;
+    }
+
+    FILE *dst = out ? fopen(out, "w") : stdout;
+    if (NULL == dst) {
+        fprintf(stderr, "sim rules: cannot write %s\n", out);
+        free(text);
+        return 1;
+    }
+    int werr = len != fwrite(text, 1, len, dst);
+    werr |= out ? 0 != fclose(dst) : 0 != fflush(dst);
+    free(text);
+    if (werr) {
+        fprintf(stderr, "sim rules: writing %s failed\n", out ? out : "the output");
+        return 1;
+    }
+    if (out) {
+        fprintf(stderr, "sim rules: %d rules for %d bands in %s (simulated in %.1f s)\n",
+                2 * nb, nb, out, w1 - w0);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     opts_t o = { .calls = 200, .csv = NULL, .quick = 0, .max_ranks = 65536,
                  .kind = OFL_TREE_KNOMIAL, .radix = 2, .k = tianhe_topo().k,
                  .noise_prob = -1.0, .noise_us = 0.0, .host_pkt_us = -1.0 };
     if (argc < 2) {
-        fprintf(stderr, "usage: sim validate|project|one [options] (see bench/sim.c)\n");
+        fprintf(stderr, "usage: sim validate|project|one|rules [options] (see bench/sim.c)\n");
         return 2;
     }
     for (int i = 2; i < argc; ++i) {
@@ -596,6 +879,9 @@ int main(int argc, char **argv)
         }
         o.calls = given ? o.calls : 5;
         return cmd_one(argc - 2, argv + 2, &o);
+    }
+    if (!strcmp(argv[1], "rules")) {
+        return cmd_rules(argc - 2, argv + 2, &o);
     }
     fprintf(stderr, "sim: unknown command %s\n", argv[1]);
     return 2;

@@ -29,7 +29,7 @@ rm -f /tmp/ofl-unit.$$.log
 echo "== fuzzing (libFuzzer harnesses of the readers, ${FUZZ_SECONDS:-15} s each)"
 tally_part sh test/fuzz/run.sh
 
-echo "== simulator (bench/sim-check.sh: seed 003 validation, hwloc node shapes, dragonfly)"
+echo "== simulator (bench/sim-check.sh: seed 003 validation, hwloc node shapes, dragonfly, rules)"
 tally_part sh bench/sim-check.sh
 
 shm_before=$(ls /dev/shm 2>/dev/null | grep -c coll_offload || true)
