@@ -52,6 +52,7 @@ typedef struct {
     const char *add;       /* rules of another file (the simulator's) for larger sizes */
     double margin;         /* fraction another algorithm must beat the defaults by */
     int rounds;
+    int rounds_given;
     int quiet;
 } opts_t;
 
@@ -137,7 +138,8 @@ static void usage(FILE *f)
 "  --ranks LIST      communicator sizes, each <= N (default 2, 4, 8, ... and N)\n"
 "  --margin PCT      how much faster than the defaults an algorithm must be to be\n"
 "                    advised instead (default 3)\n"
-"  --rounds R        interleaved rounds per point (default 5)\n"
+"  --rounds R        interleaved rounds per point (default 5, up to 15 where the\n"
+"                    budget allows)\n"
 "  --add FILE        also write FILE's rules (e.g. `sim rules` output) for the\n"
 "                    communicator sizes above the largest measured\n"
 "  --quiet           no progress lines\n"
@@ -207,7 +209,7 @@ static void parse_args(int argc, char **argv, opts_t *o)
                 die("--margin wants 0..100 (percent)");
             }
         } else if (!strcmp(a, "--rounds")) {
-            o->rounds = atoi(v), ++i;
+            o->rounds = atoi(v), o->rounds_given = 1, ++i;
             if (o->rounds < 1 || o->rounds > 99) {
                 die("--rounds wants 1..99");
             }
@@ -1035,10 +1037,20 @@ int main(int argc, char **argv)
             plan += (long) cands * o.rounds * (OFL_COLL_BARRIER == k ? 1 : npts * 3 / 2);
         }
     }
-    samples_planned = plan;
+    sample_secs = o.budget * 0.8 / (double) (plan > 0 ? plan : 1);
+    sample_secs = sample_secs < MIN_SAMPLE ? MIN_SAMPLE : sample_secs;
+    if (sample_secs > MAX_SAMPLE && !o.rounds_given) {
+        /* a budget longer than the plan's samples: more rounds (the noise here comes in
+         * bursts that a longer sample does not average out, another round does) */
+        int r = (int) ((double) o.rounds * sample_secs / MAX_SAMPLE);
+        r = r > 15 ? 15 : r;
+        plan = plan / o.rounds * r;
+        o.rounds = r;
+    }
     sample_secs = o.budget * 0.8 / (double) (plan > 0 ? plan : 1);
     sample_secs = sample_secs < MIN_SAMPLE ? MIN_SAMPLE : sample_secs > MAX_SAMPLE
                   ? MAX_SAMPLE : sample_secs;
+    samples_planned = plan;
     t_start = now();
     if (0 == wrank && !o.quiet) {
         printf("coll-offload-tune: %d ranks; communicator sizes", wsize);

@@ -5,7 +5,8 @@
 # offload vs tuned vs sm, np 2 and 4 (np 4 oversubscribed on a 2-core machine, and
 # marked so), all four collectives, 4 B .. 1 MiB; then their nonblocking and
 # persistent forms against libnbc (results/forms/); then the nonblocking overlap
-# benchmark (offload vs libnbc; results/overlap.md). Ends with one line: the worst
+# benchmark (offload vs libnbc; results/overlap.md); then the tuner's rules for this node
+# and the sweep with and without them (results/tune/). Ends with one line: the worst
 # offload/best-stock ratio over both sweeps and where it is.
 # Extra arguments go to bench/compare.py (e.g. --np 2,4 --repeat 5).
 set -eu
@@ -18,6 +19,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     --colls iallreduce,ireduce,ibcast,ibarrier,pallreduce,preduce,pbcast,pbarrier \
     --select offload,libnbc "$@"
 /usr/bin/python3 bench/compare.py --overlap --bin bench/coll_lat --out results "$@"
+# This node's own rules (coll-offload-tune, 180 s at most), then the sweep again with
+# and without them, interleaved (results/tune/: rules.conf, compare.md).
+sh bench/tune-bench.sh
 # The worst cell of the two sweeps (each latency.md names its own).
 /usr/bin/python3 - results/latency.md results/forms/latency.md <<'PY'
 import re, sys
