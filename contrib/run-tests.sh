@@ -18,6 +18,13 @@ sh contrib/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1;
 
 . "$top/contrib/tally.sh"
 
+echo "== licence headers (contrib/check-spdx.sh: every source, script and build file)"
+if sh contrib/check-spdx.sh; then
+    tally_add "1 passed, 0 failed"
+else
+    tally_add "0 passed, 1 failed"
+fi
+
 echo "== unit tests (src/, no MPI)"
 make -s check > /tmp/ofl-unit.$$.log 2>&1
 for t in test/unit/test_*.log; do
