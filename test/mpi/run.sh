@@ -6,7 +6,7 @@
 # Usage: run.sh [BINDIR]
 #   BINDIR          directory holding t_coll, t_fallback, t_leak, t_fault, t_nb, t_nb_mt,
 #                   t_net, t_wrap, t_corrupt, t_stress, t_setup_fail, t_shm,
-#                   t_mismatch, t_repsum, t_finalize (default: this
+#                   t_mismatch, t_repsum, t_finalize, t_rules (default: this
 #                   script's directory, i.e. run it from the build tree)
 # Environment:
 #   MPIRUN          launcher (default: mpirun)
@@ -68,7 +68,7 @@ export OMPI_MCA_coll_offload_crowded_max=${OMPI_MCA_coll_offload_crowded_max:--1
 CROWDED="--mca coll_offload_crowded_max 256"
 
 for prog in t_coll t_fallback t_leak t_fault t_nb t_nb_mt t_net t_wrap t_corrupt t_stress \
-            t_setup_fail t_shm t_mismatch t_repsum t_finalize; do
+            t_setup_fail t_shm t_mismatch t_repsum t_finalize t_rules; do
     if [ ! -x "$BINDIR/$prog" ]; then
         echo "run.sh: $BINDIR/$prog not found or not executable (build first, or pass BINDIR)" >&2
         echo "0 passed, 1 failed"
@@ -615,6 +615,10 @@ chmod +x "$rules_dir/pick.sh"
 timeout -k 15 "$TEST_TIMEOUT" $MPIRUN $MPIRUN_ARGS -np 3 $COLL_SELECTION "$rules_dir/pick.sh" \
     "$BINDIR/t_coll" --quick >"$rules_dir/differ.log" 2>&1 </dev/null
 rules_says "$rules_dir/differ.log" "have different rules" "^t_coll: [0-9]* passed, 0 failed"
+# The same per communicator, from its info key coll_offload_rules: every policy, tree and
+# radix the key can force, ranks whose keys differ, values that do not parse.
+run t_rules 2 "" $expect
+run t_rules 4 "" $expect
 # The tuner (bench/coll-offload-tune) on a short budget: it checks every candidate's
 # result, writes a file that reads back, and the component runs t_coll by it.
 tune="$BINDIR/../../bench/coll-offload-tune"
