@@ -881,7 +881,8 @@ static void study(const opts_t *o, study_t *s, MPI_Comm sub, const ofl_policy_t 
         policy_text(o, s, win, def, pol, sizeof(pol));
         note(s, "# (an exchange bound overtook the next entry: chosen without the exchange)\n");
     }
-    note(s, "#\n# %s on %d ranks: medians of %d rounds, us per call (the rule's choice *)\n",
+    note(s, "#\n# %s on %d ranks: medians of %d rounds, us per call; last column: the "
+         "candidate advised\n",
          coll_names[s->coll], s->n, o->rounds);
     note(s, "#   %9s %12s %12s %12s %9s %9s\n", "bytes", "advised", "defaults", "below",
          "x below", "x dflt");

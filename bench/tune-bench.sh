@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The tuner on this node, then the side-by-side benchmark with and without the rules it
 # wrote, interleaved in one invocation: offload with the defaults, offload with the rules,
-# tuned. Writes OUT/rules.conf, OUT/tune.log, OUT/bench/ (compare.py's tables) and
+# tuned, and offload with the defaults again (the same code: the machine's noise). Writes OUT/rules.conf, OUT/tune.log, OUT/bench/ (compare.py's tables) and
 # OUT/compare.md (tune_table.py: medians and ratios per cell, the worst of each).
 # Environment: OUT (default results/tune), NP (default 2), BUDGET (tuner seconds, default
 # 180), REPEAT (runs per selection, default 9). Run from a built tree, component installed.
@@ -19,5 +19,6 @@ fi
 mpirun -np "${NP:-2}" bench/coll-offload-tune --budget "${BUDGET:-180}" \
     --out "$out/rules.conf" | tee "$out/tune.log"
 /usr/bin/python3 bench/compare.py --bin bench/coll_lat --out "$out/bench" --np "${NP:-2}" \
-    --repeat "${REPEAT:-9}" --select "offload,offload+coll_offload_rules_file=$out/rules.conf,tuned"
+    --repeat "${REPEAT:-9}" \
+    --select "offload,offload+coll_offload_rules_file=$out/rules.conf,tuned,offload+coll_offload_verbose=0"
 /usr/bin/python3 bench/tune_table.py "$out/bench/raw.csv" --md "$out/compare.md"

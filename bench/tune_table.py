@@ -6,9 +6,11 @@
     tune_table.py RAW.csv [--md OUT.md]
 
 RAW.csv is compare.py's raw.csv of a run with the selections offload (the defaults),
-offload+coll_offload_rules_file=FILE (the rules) and tuned, interleaved. Per collective,
-size and np: the median of each over the runs, tuned/offload for both, and
-defaults/rules (above 1: the rules are faster). Ends with the worst cell of each ratio.
+offload+coll_offload_rules_file=FILE (the rules) and tuned, interleaved, and optionally
+offload+coll_offload_verbose=0 (the defaults again: the same code, so its ratio to the
+defaults is the noise of the machine). Per collective, size and np: the median of each
+over the runs, tuned/offload for both, and defaults/rules (above 1: the rules are
+faster). Ends with the worst cell of each ratio.
 """
 import argparse
 import collections
@@ -32,9 +34,12 @@ def main():
         raise SystemExit("tune_table: wants the selections offload, tuned and one "
                          "offload+coll_offload_rules_file=FILE; got %s" % sorted(sels))
     rules = rules[0]
+    again = "offload+coll_offload_verbose=0" if "offload+coll_offload_verbose=0" in sels \
+        else None
     lines = ["| np | collective | bytes | tuned µs | defaults µs | rules µs | "
-             "tuned/defaults | tuned/rules | defaults/rules |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "tuned/defaults | tuned/rules | defaults/rules |"
+             + (" defaults/defaults again |" if again else ""),
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if again else "")]
     worst = {}
     cells = sorted({k[:3] for k in runs},
                    key=lambda k: (k[0], ["allreduce", "reduce", "bcast", "barrier"].index(k[1])
@@ -47,16 +52,21 @@ def main():
         except statistics.StatisticsError:
             continue
         ratios = {"tuned/defaults": t / d, "tuned/rules": t / r, "defaults/rules": d / r}
+        extra = ""
+        if again and runs.get((np_, coll, b, again)):
+            ratios["defaults/defaults again"] = d / statistics.median(runs[(np_, coll, b, again)])
+            extra = " %.2f |" % ratios["defaults/defaults again"]
         for name, v in ratios.items():
             if name not in worst or v < worst[name][0]:
                 worst[name] = (v, "%s %d B np %d" % (coll, b, np_))
-        lines.append("| %d | %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |"
+        lines.append("| %d | %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |%s"
                      % (np_, coll, b, t, d, r, ratios["tuned/defaults"],
-                        ratios["tuned/rules"], ratios["defaults/rules"]))
+                        ratios["tuned/rules"], ratios["defaults/rules"], extra))
     lines.append("")
-    for name in ("tuned/defaults", "tuned/rules", "defaults/rules"):
-        v, where = worst[name]
-        lines.append("worst %s: %.2f (%s)" % (name, v, where))
+    for name in ("tuned/defaults", "tuned/rules", "defaults/rules", "defaults/defaults again"):
+        if name in worst:
+            v, where = worst[name]
+            lines.append("worst %s: %.2f (%s)" % (name, v, where))
     text = "\n".join(lines) + "\n"
     print(text, end="")
     if a.md:
