@@ -1053,6 +1053,11 @@ int main(int argc, char **argv)
                   ? MAX_SAMPLE : sample_secs;
     samples_planned = plan;
     t_start = now();
+    if (0 == wrank && wsize > sysconf(_SC_NPROCESSORS_ONLN)) {
+        fprintf(stderr, "coll-offload-tune: warning: %d ranks on %ld cores: ranks share cores, "
+                "so what is measured is mostly the scheduler; run at most one rank per "
+                "core\n", wsize, sysconf(_SC_NPROCESSORS_ONLN));
+    }
     if (0 == wrank && !o.quiet) {
         printf("coll-offload-tune: %d ranks; communicator sizes", wsize);
         for (int j = 0; j < o.nns; ++j) {
@@ -1121,6 +1126,10 @@ int main(int argc, char **argv)
             fprintf(f, "# defaults then: allreduce_policy=%s reduce_policy=%s bcast_policy=%s "
                     "barrier_policy=%s\n", pol_text[0], pol_text[1], pol_text[2], pol_text[3]);
             fprintf(f, "# rules file in force then: %s\n", in_force[0] ? in_force : "none");
+            if (wsize > cores) {
+                fprintf(f, "# OVERSUBSCRIBED: %d ranks on %ld cores; ranks share cores, the "
+                        "medians are mostly noise\n", wsize, cores);
+            }
             fprintf(f, "# 'x below' is the layer below's time over the advised one's, 'x dflt' "
                     "the defaults'\n");
             fprintf(f, "# (above 1: the advice is faster)\n");
