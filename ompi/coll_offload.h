@@ -45,7 +45,7 @@ typedef enum {
 } ofl_repsum_mode_t;
 
 typedef struct {
-    int mode;                   /* ofl_repsum_mode_t */
+    volatile int mode;          /* ofl_repsum_mode_t: set once, read by every call */
     void *stage;                /* blocking calls' binned elements; grows only */
     size_t stage_bytes;
     /* The last blocking allreduce taken in one binned pass: a repeat of its
@@ -87,7 +87,10 @@ typedef struct {
     mca_coll_base_component_t super;
     mca_coll_offload_params_t params;
     int output;
-    /* MPI_T counters (pvars coll_offload_<coll>_offloaded / _fallback) */
+    /* MPI_T counters (pvars coll_offload_<coll>_offloaded / _fallback). The counters
+     * below that several threads update use the compiler's __atomic builtins on their
+     * own type: the pvars read MPI_UNSIGNED_LONG_LONG, OPAL's 64-bit atomics take
+     * int64_t, and a cast between the two would break C's aliasing rules. */
     unsigned long long offloaded[OFL_COLL_COUNT];
     unsigned long long fallback[OFL_COLL_COUNT];
     /* The same for nonblocking calls (i<coll>: per call) and persistent ones
@@ -105,7 +108,7 @@ typedef struct {
     unsigned long long shm_bytes;
     unsigned long long shm_refused;
     unsigned long long shm_limit;       /* this process's part of the cap (0: not yet) */
-    int shm_warned;
+    ofl_atomic_int32_t shm_warned;
 } mca_coll_offload_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_offload_component_t mca_coll_offload_component;
@@ -126,7 +129,7 @@ typedef struct {
     mca_coll_offload_below_t repsum_self;  /* our own nonblocking/persistent reductions,
                                                which reproducible sums call */
 
-    ofl_mod_state_t state;
+    volatile ofl_mod_state_t state;
     int rank;
     int size;
     ofl_nic_t *nic;             /* its backend's (set-up: coll_offload_shm.c); NULL before */
@@ -188,7 +191,11 @@ typedef struct {
      * calls, and blocking ones while any of those is outstanding, run as queued
      * calls in post order; one thread at a time executes them (item.busy, the
      * executor lock): the NIC's CREDIT counters have one writer and its credit
-     * cache is per rank. Touched with __atomic builtins where noted. */
+     * cache is per rank. Touched with __atomic builtins where noted: the queue is shared
+     * with the progress agent's thread at every MPI thread level, and its
+     * acquire/release pairs say exactly which stores a load must see; OPAL's
+     * OPAL_THREAD_* forms are no-ops below MPI_THREAD_MULTIPLE, and its fences
+     * (opal_atomic_rmb/wmb) would have to be placed by hand at each of them. */
     ofl_agent_item_t item;    /* executor lock; on the agent's list once linked */
     int item_linked;
     int nactive;              /* atomic: posted and not finished */
@@ -398,7 +405,7 @@ static inline uint64_t mca_coll_offload_sig(ofl_coll_t coll, struct ompi_datatyp
  * earlier mismatch (the call must fail). */
 static inline int64_t mca_coll_offload_begin(mca_coll_offload_module_t *m, uint64_t sig)
 {
-    ofl_mod_state_t st = __atomic_load_n(&m->state, __ATOMIC_RELAXED);
+    ofl_mod_state_t st = m->state;
     if (OPAL_LIKELY(OFL_MOD_READY == st)) {
         uint64_t n = ++m->calls;
         ofl_nic_record(m->nic, n, sig);

@@ -161,7 +161,7 @@ typedef struct {
 /* 1 while the agent may yet report the real-time class refused (set at start
  * when it was asked for; the first application thread to see the agent ready
  * clears it). */
-static int rt_watch;
+static ofl_atomic_int32_t rt_watch;
 
 /* In the starting thread, once the agent thread exists (it may not have run
  * yet): bind it from here. */
@@ -177,13 +177,13 @@ static void agent_created(void *ctx)
 
 int mca_coll_offload_agent_report(ofl_agent_t *agent)
 {
-    if (!__atomic_load_n(&rt_watch, __ATOMIC_RELAXED)) {
+    if (!rt_watch) {
         return 0;
     }
     if (!ofl_agent_ready(agent)) {
         return 1;
     }
-    if (__atomic_exchange_n(&rt_watch, 0, __ATOMIC_RELAXED) && 0 != agent->rt_failed) {
+    if (opal_atomic_swap_32(&rt_watch, 0) && 0 != agent->rt_failed) {
         opal_output(0,
                     "coll:offload: coll_offload_agent_preempt=2: the progress agent may not "
                     "run in the real-time class (%s: needs CAP_SYS_NICE or an RLIMIT_RTPRIO "
@@ -212,13 +212,13 @@ void mca_coll_offload_agent_start(ofl_agent_t *agent)
     agent->linger_ns = (long) (p->agent_linger * 1000.0);
     agent->linger_nap_ns = 200000;
     agent_placement_t pl = { .agent = agent, .set = agent_cpuset(why, sizeof(why)) };
-    __atomic_store_n(&rt_watch, OFL_AGENT_RT == agent->sched_class, __ATOMIC_RELAXED);
+    rt_watch = OFL_AGENT_RT == agent->sched_class;
     int err = ofl_agent_start(agent, agent_created, &pl);
     if (NULL != pl.set) {
         hwloc_bitmap_free(pl.set);
     }
     if (0 != err) {
-        __atomic_store_n(&rt_watch, 0, __ATOMIC_RELAXED);
+        rt_watch = 0;
         opal_output(output,
                     "coll:offload: cannot start the progress agent (%s); nonblocking "
                     "collectives progress inside MPI calls only",

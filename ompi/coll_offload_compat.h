@@ -39,9 +39,21 @@
 #define OFL_NBC_RETAINED(req) ((req)->data.objs.objs)
 #endif
 
+#include <stdint.h>
 #include <stdio.h>
 
+#include "opal/sys/atomic.h"
 #include "opal/util/info.h"
+
+/* What OPAL's atomics operate on: volatile int32_t/int64_t in 4.1, opal_atomic_int*_t in
+ * 5.0 (the same types where C11 atomics are off, as in Debian's builds). */
+#if OFL_OMPI_MAJOR >= 5
+typedef opal_atomic_int32_t ofl_atomic_int32_t;
+typedef opal_atomic_int64_t ofl_atomic_int64_t;
+#else
+typedef volatile int32_t ofl_atomic_int32_t;
+typedef volatile int64_t ofl_atomic_int64_t;
+#endif
 
 /* The string value of `key` in `info` into buf (truncated to len - 1 bytes, always
  * terminated): 1 if the key is there, 0 if not (or no info). */

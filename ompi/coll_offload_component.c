@@ -8,7 +8,6 @@
  */
 #include "coll_offload.h"
 
-#include <pthread.h>
 #include <stdio.h>
 
 #include "glue.h"
@@ -192,9 +191,19 @@ static void types_init_once(void)
 mca_coll_base_module_t *mca_coll_offload_comm_query(struct ompi_communicator_t *comm,
                                                     int *priority)
 {
-    static pthread_once_t types_once = PTHREAD_ONCE_INIT;
+    /* once per process; comm_query runs in application threads only */
+    static opal_mutex_t types_lock = OPAL_MUTEX_STATIC_INIT;
+    static ofl_atomic_int32_t types_done;
     mca_coll_offload_component_t *c = &mca_coll_offload_component;
-    pthread_once(&types_once, types_init_once);
+    if (OPAL_UNLIKELY(!types_done)) {
+        OPAL_THREAD_LOCK(&types_lock);
+        if (!types_done) {
+            types_init_once();
+            opal_atomic_wmb();
+            types_done = 1;
+        }
+        OPAL_THREAD_UNLOCK(&types_lock);
+    }
     if (c->params.priority < 0) {
         return NULL;
     }

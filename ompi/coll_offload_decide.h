@@ -37,7 +37,7 @@ static inline void decide_fallback_note(ofl_coll_t coll, int reason, size_t byte
  * blocking collective or a persistent init has set it up, they fall back. */
 static inline int decide_nb_ready(mca_coll_offload_module_t *m)
 {
-    ofl_mod_state_t st = __atomic_load_n(&m->state, __ATOMIC_RELAXED);
+    ofl_mod_state_t st = m->state;
     return OFL_MOD_READY == st ? OFL_R_OFFLOAD : OFL_MOD_UNSET == st ? OFL_R_UNSET : OFL_R_NIC;
 }
 

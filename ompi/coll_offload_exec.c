@@ -168,7 +168,7 @@ int mca_coll_offload_agree(mca_coll_offload_module_t *m, const char *what, uint6
         uint64_t sig_a, sig_b;
         if (OPAL_UNLIKELY(m->nic->ops->mismatched(m->nic, &a, &sig_a, &b, &sig_b))) {
             /* a peer found one since: this rank's calls are no longer the others' */
-            __atomic_store_n(&m->state, OFL_MOD_BROKEN, __ATOMIC_RELAXED);
+            m->state = OFL_MOD_BROKEN;
             return mca_coll_offload_refuse(m, what, comm);
         }
         return MPI_SUCCESS;
@@ -183,8 +183,7 @@ int mca_coll_offload_agree(mca_coll_offload_module_t *m, const char *what, uint6
         st = OFL_WAIT_MISMATCH;
         peer = a.bad;
     }
-    __atomic_store_n(&m->state, OFL_WAIT_MISMATCH == st ? OFL_MOD_BROKEN : OFL_MOD_DISABLED,
-                     __ATOMIC_RELAXED);
+    m->state = OFL_WAIT_MISMATCH == st ? OFL_MOD_BROKEN : OFL_MOD_DISABLED;
     mca_coll_offload_report(m, what, comm, st, peer, OFL_CNT_DATA * OFL_CHANNELS, 0, 0, 0);
     return OFL_WAIT_MISMATCH == st ? MPI_ERR_ARG : MPI_ERR_OTHER;
 }
@@ -198,7 +197,7 @@ int mca_coll_offload_fail_here(mca_coll_offload_module_t *m, struct ompi_communi
                 "now on",
                 what, comm->c_name, OFL_COMM_CID(comm), m->rank, why);
     ofl_nic_poison_self(m->nic);
-    __atomic_store_n(&m->state, OFL_MOD_DISABLED, __ATOMIC_RELAXED);
+    m->state = OFL_MOD_DISABLED;
     return rc;
 }
 

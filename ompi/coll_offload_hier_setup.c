@@ -21,7 +21,7 @@
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
 
-static int net_warned;
+static ofl_atomic_int32_t net_warned;
 
 static void hier_construct(hier_module_t *h)
 {
@@ -158,7 +158,7 @@ static void net_setup(hier_module_t *h)
                                                      : "no (provider or number of nodes)");
         return;
     }
-    if (!__atomic_exchange_n(&net_warned, 1, __ATOMIC_RELAXED)) {
+    if (!opal_atomic_swap_32(&net_warned, 1)) {
         opal_show_help(OFL_GLUE_HELP_FILE, "leaders-no-ofi", true,
                        *c->params.ofi_provider ? c->params.ofi_provider : "automatic",
                        ok ? "" : "; here: ", ok ? "" : why);

@@ -248,7 +248,7 @@ static int persistent_fallback(mca_coll_offload_module_t *m, struct ompi_communi
     }
     size_t bytes = NULL != dtype && count > 0 ? (size_t) count * dtype->super.size : 0;
     fell_back(why, OFL_KIND_PERSISTENT, coll, bytes, comm);
-    if (OFL_MOD_DISABLED != __atomic_load_n(&m->state, __ATOMIC_RELAXED)) {
+    if (OFL_MOD_DISABLED != m->state) {
         uint64_t sig = mca_coll_offload_sig(
             coll, OFL_COLL_BCAST == coll ? NULL : dtype, op,
             OFL_COLL_REDUCE == coll || OFL_COLL_BCAST == coll ? root : -1, bytes);

@@ -40,11 +40,11 @@ enum {
 static inline int failed(mca_coll_offload_module_t *m, ofl_wait_status_t st)
 {
     if (OFL_WAIT_MISMATCH == st) {
-        __atomic_store_n(&m->state, OFL_MOD_BROKEN, __ATOMIC_RELAXED);
+        m->state = OFL_MOD_BROKEN;
         return MPI_ERR_ARG;
     }
     /* The communicator's NIC state is now mid-call: nothing more runs on it. */
-    __atomic_store_n(&m->state, OFL_MOD_DISABLED, __ATOMIC_RELAXED);
+    m->state = OFL_MOD_DISABLED;
     return MPI_ERR_OTHER;
 }
 

@@ -144,8 +144,7 @@ static void stop_module(mca_coll_offload_module_t *m, ofl_wait_status_t st)
 {
     m->fail_status = st;
     m->failed = 1;
-    __atomic_store_n(&m->state, OFL_WAIT_MISMATCH == st ? OFL_MOD_BROKEN : OFL_MOD_DISABLED,
-                     __ATOMIC_RELAXED);
+    m->state = OFL_WAIT_MISMATCH == st ? OFL_MOD_BROKEN : OFL_MOD_DISABLED;
 }
 
 /* The oldest call has not moved for a while: the same checks a blocking wait

@@ -65,7 +65,7 @@ static __attribute__((noinline)) int decide(mca_coll_offload_repsum_t *r,
 {
     int on = mca_coll_offload_repsum_asked(comm);
     int mode = on ? OFL_REPSUM_ON : OFL_REPSUM_OFF;
-    __atomic_store_n(&r->mode, mode, __ATOMIC_RELAXED);
+    r->mode = mode;
     if (mca_coll_offload_component.params.verbose >= 10) {
         opal_output(mca_coll_offload_component.output, "coll:offload: %s: reproducible sums %s",
                     comm->c_name, on ? "on" : "off");
@@ -79,7 +79,7 @@ static __attribute__((noinline)) int decide(mca_coll_offload_repsum_t *r,
 int mca_coll_offload_repsum_wanted(mca_coll_offload_repsum_t *r, struct ompi_datatype_t *dtype,
                                    struct ompi_op_t *op, struct ompi_communicator_t *comm)
 {
-    int mode = __atomic_load_n(&r->mode, __ATOMIC_RELAXED);
+    int mode = r->mode;
     if (OPAL_LIKELY(OFL_REPSUM_OFF == mode) || op != &ompi_mpi_op_sum.op
         || OFL_RS_NONE == mca_coll_offload_repsum_kind(dtype, op)) {
         return 0;

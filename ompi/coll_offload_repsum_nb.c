@@ -10,7 +10,6 @@
 #include "coll_offload.h"
 #include "coll_offload_repsum_int.h"
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -58,17 +57,18 @@ static void rs_destruct(rs_req_t *r)
 
 static OBJ_CLASS_INSTANCE(rs_req_t, ompi_coll_base_nbc_request_t, rs_construct, rs_destruct);
 
-static pthread_mutex_t rs_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Only application threads take it (the progress callback runs in theirs). */
+static opal_mutex_t rs_lock = OPAL_MUTEX_STATIC_INIT;
 static rs_req_t *rs_active;
-static int rs_nactive;          /* atomic: wrappers on the list */
+static ofl_atomic_int32_t rs_nactive;   /* wrappers on the list */
 static int rs_registered;       /* under rs_lock: the progress callback is */
 
 static int rs_progress(void)
 {
-    if (0 == __atomic_load_n(&rs_nactive, __ATOMIC_ACQUIRE)) {
+    if (0 == rs_nactive) {
         return 0;
     }
-    if (0 != pthread_mutex_trylock(&rs_lock)) {
+    if (0 != OPAL_THREAD_TRYLOCK(&rs_lock)) {
         return 0;
     }
     rs_req_t *done = NULL, **link = &rs_active;
@@ -78,12 +78,12 @@ static int rs_progress(void)
             *link = r->next;
             r->next = done;
             done = r;
-            __atomic_fetch_sub(&rs_nactive, 1, __ATOMIC_RELEASE);
+            (void) opal_atomic_add_fetch_32(&rs_nactive, -1);
         } else {
             link = &r->next;
         }
     }
-    pthread_mutex_unlock(&rs_lock);
+    OPAL_THREAD_UNLOCK(&rs_lock);
     int n = 0;
     while (NULL != done) {
         rs_req_t *r = done;
@@ -99,9 +99,9 @@ static int rs_progress(void)
             r->inner = NULL;
         }
         q->req_status.MPI_ERROR = rc;
-        pthread_mutex_lock(&rs_lock);
+        OPAL_THREAD_LOCK(&rs_lock);
         int freed = r->freed;
-        pthread_mutex_unlock(&rs_lock);
+        OPAL_THREAD_UNLOCK(&rs_lock);
         if (freed) {
             /* nobody waits for it: complete (for any callback hooked on it), drop */
             ompi_request_complete(q, true);
@@ -119,37 +119,37 @@ static int rs_progress(void)
 
 static int rs_activate(rs_req_t *r)
 {
-    pthread_mutex_lock(&rs_lock);
+    OPAL_THREAD_LOCK(&rs_lock);
     if (!rs_registered) {
         int rc = opal_progress_register(rs_progress);
         if (OPAL_SUCCESS != rc) {
-            pthread_mutex_unlock(&rs_lock);
+            OPAL_THREAD_UNLOCK(&rs_lock);
             return rc;
         }
         rs_registered = 1;
     }
     r->next = rs_active;
     rs_active = r;
-    __atomic_fetch_add(&rs_nactive, 1, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&rs_lock);
+    (void) opal_atomic_add_fetch_32(&rs_nactive, 1);
+    OPAL_THREAD_UNLOCK(&rs_lock);
     return OMPI_SUCCESS;
 }
 
 static int rs_free(ompi_request_t **rptr)
 {
     rs_req_t *r = (rs_req_t *) *rptr;
-    pthread_mutex_lock(&rs_lock);
+    OPAL_THREAD_LOCK(&rs_lock);
     int active = 0;
     for (rs_req_t *p = rs_active; NULL != p; p = p->next) {
         active |= p == r;
     }
     if (active) {
         r->freed = 1;   /* the progress callback releases it when it ends */
-        pthread_mutex_unlock(&rs_lock);
+        OPAL_THREAD_UNLOCK(&rs_lock);
         *rptr = MPI_REQUEST_NULL;
         return OMPI_SUCCESS;
     }
-    pthread_mutex_unlock(&rs_lock);
+    OPAL_THREAD_UNLOCK(&rs_lock);
     if (NULL != r->inner) {
         ompi_request_free(&r->inner);
     }
@@ -268,10 +268,10 @@ int mca_coll_offload_repsum_request(int reduce, int persistent, const void *sbuf
 
 void mca_coll_offload_repsum_close(void)
 {
-    pthread_mutex_lock(&rs_lock);
+    OPAL_THREAD_LOCK(&rs_lock);
     if (rs_registered) {
         opal_progress_unregister(rs_progress);
         rs_registered = 0;
     }
-    pthread_mutex_unlock(&rs_lock);
+    OPAL_THREAD_UNLOCK(&rs_lock);
 }

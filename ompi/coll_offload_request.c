@@ -21,7 +21,6 @@
  */
 #include "coll_offload_request.h"
 
-#include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
 #include <string.h>
@@ -58,7 +57,7 @@ typedef struct mca_coll_offload_req {
     struct mca_coll_offload_req *next;   /* the idle list */
     ofl_req_kind_t kind;
     ofl_coll_t coll;
-    int claim;                /* atomic: CLAIM_* */
+    ofl_atomic_int32_t claim; /* CLAIM_*: the completer and MPI_Request_free race for it */
     /* What every MPI_Start posts again (persistent). */
     const ofl_program_t *prog;
     ofl_call_t call;
@@ -103,11 +102,11 @@ OBJ_CLASS_INSTANCE(mca_coll_offload_req_t, ompi_coll_base_nbc_request_t, req_con
  * empty and come back when freed), under a mutex that only application
  * threads take. */
 static mca_coll_offload_req_t *idle_reqs;
-static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
+static opal_mutex_t idle_lock = OPAL_MUTEX_STATIC_INIT;
 
-static int nb_active;                          /* atomic: set up (queue, progress callback) */
-static pthread_mutex_t nb_lock = PTHREAD_MUTEX_INITIALIZER;
-static int cancel_warned;
+static ofl_atomic_int32_t nb_active;           /* set up (queue, progress callback) */
+static opal_mutex_t nb_lock = OPAL_MUTEX_STATIC_INIT;   /* application threads only */
+static ofl_atomic_int32_t cancel_warned;
 
 static const char *const nb_names[OFL_COLL_COUNT] = {
     "MPI_Iallreduce", "MPI_Ireduce", "MPI_Ibcast", "MPI_Ibarrier"
@@ -131,12 +130,12 @@ static int nb_progress(void);
 
 static mca_coll_offload_req_t *req_alloc(void)
 {
-    pthread_mutex_lock(&idle_lock);
+    OPAL_THREAD_LOCK(&idle_lock);
     mca_coll_offload_req_t *r = idle_reqs;
     if (NULL != r) {
         idle_reqs = r->next;
     }
-    pthread_mutex_unlock(&idle_lock);
+    OPAL_THREAD_UNLOCK(&idle_lock);
     if (NULL == r) {
         r = OBJ_NEW(mca_coll_offload_req_t);
     }
@@ -145,39 +144,43 @@ static mca_coll_offload_req_t *req_alloc(void)
 
 static void req_return(mca_coll_offload_req_t *r)
 {
-    pthread_mutex_lock(&idle_lock);
+    OPAL_THREAD_LOCK(&idle_lock);
     r->next = idle_reqs;
     idle_reqs = r;
-    pthread_mutex_unlock(&idle_lock);
+    OPAL_THREAD_UNLOCK(&idle_lock);
 }
 
 /* Once per process, at the first nonblocking or persistent call. */
 static void nb_activate(void)
 {
-    if (OPAL_LIKELY(__atomic_load_n(&nb_active, __ATOMIC_ACQUIRE))) {
+    if (OPAL_LIKELY(nb_active)) {
+        opal_atomic_rmb();   /* what the thread that set it up wrote */
         return;
     }
-    pthread_mutex_lock(&nb_lock);
+    OPAL_THREAD_LOCK(&nb_lock);
     if (!nb_active) {
         mca_coll_offload_queue_open();
         opal_progress_register(nb_progress);
-        __atomic_store_n(&nb_active, 1, __ATOMIC_RELEASE);
+        opal_atomic_wmb();
+        nb_active = 1;
     }
-    pthread_mutex_unlock(&nb_lock);
+    OPAL_THREAD_UNLOCK(&nb_lock);
 }
 
 /* Component close: stop the agent, unregister the progress callback. */
 void mca_coll_offload_nb_close(void)
 {
-    if (!__atomic_load_n(&nb_active, __ATOMIC_ACQUIRE)) {
+    if (!nb_active) {
         return;
     }
+    opal_atomic_rmb();
     mca_coll_offload_queue_stop();
     opal_progress_unregister(nb_progress);
     /* Complete what finished after the application's last MPI call. */
     nb_progress();
     mca_coll_offload_queue_close();
-    __atomic_store_n(&nb_active, 0, __ATOMIC_RELEASE);
+    opal_atomic_wmb();
+    nb_active = 0;
     while (NULL != idle_reqs) {
         mca_coll_offload_req_t *r = idle_reqs;
         idle_reqs = r->next;
@@ -321,9 +324,8 @@ static void complete(mca_coll_offload_req_t *r, int signal)
             return;
         }
     } else {
-        int expect = CLAIM_NONE;
-        if (__atomic_compare_exchange_n(&r->claim, &expect, CLAIM_COMPLETE, 0,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        int32_t expect = CLAIM_NONE;
+        if (opal_atomic_compare_exchange_strong_32(&r->claim, &expect, CLAIM_COMPLETE)) {
             ompi_request_complete(q, true);
             return;
         }
@@ -437,7 +439,8 @@ static int inner_start(mca_coll_offload_req_t *r)
     mca_coll_offload_module_t *m = r->module;
     ompi_request_t *q = &r->super.super;
     int why = OFL_R_UNSET;
-    if (OFL_MOD_DISABLED == __atomic_load_n(&m->state, __ATOMIC_ACQUIRE)) {
+    if (OFL_MOD_DISABLED == m->state) {
+        opal_atomic_rmb();   /* what the thread that disabled it wrote before */
         r->stuck = 1;
         why = OFL_R_NIC;
     }
@@ -490,9 +493,8 @@ static int req_free(ompi_request_t **rptr)
     int running = !REQUEST_COMPLETE(q)
                   && (!q->req_persistent || OMPI_REQUEST_ACTIVE == q->req_state);
     if (running) {
-        int expect = CLAIM_NONE;
-        if (__atomic_compare_exchange_n(&r->claim, &expect, CLAIM_FREED, 0, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_ACQUIRE)) {
+        int32_t expect = CLAIM_NONE;
+        if (opal_atomic_compare_exchange_strong_32(&r->claim, &expect, CLAIM_FREED)) {
             /* The completer recycles it when it ends. */
             *rptr = MPI_REQUEST_NULL;
             return OMPI_SUCCESS;
@@ -512,7 +514,7 @@ static int req_free(ompi_request_t **rptr)
 static int req_cancel(ompi_request_t *q, int flag)
 {
     (void) flag;
-    if (!__atomic_exchange_n(&cancel_warned, 1, __ATOMIC_RELAXED)) {
+    if (!opal_atomic_swap_32(&cancel_warned, 1)) {
         opal_output(0, "coll:offload: MPI_Cancel on a collective request on %s is erroneous "
                     "(MPI-3.1 section 5.12): returning MPI_ERR_REQUEST; the request stays "
                     "active and completes normally",
@@ -567,7 +569,7 @@ static int start_persistent(mca_coll_offload_req_t *r)
     r->call.callno = (uint64_t) callno;
     mca_coll_offload_note_offload(OFL_KIND_PERSISTENT, r->coll, r->call.count * r->call.elem,
                                   q->req_mpi_object.comm);
-    ofl_mod_state_t st = __atomic_load_n(&m->state, __ATOMIC_RELAXED);
+    ofl_mod_state_t st = m->state;
     if (r->qc.board && OFL_MOD_READY == st && 0 == __atomic_load_n(&m->nactive, __ATOMIC_ACQUIRE)) {
         q->req_state = OMPI_REQUEST_ACTIVE;
         if (mca_coll_offload_queue_board_repost(m, &r->qc, &r->call)) {

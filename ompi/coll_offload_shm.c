@@ -300,7 +300,7 @@ static void setup_refused(mca_coll_offload_module_t *m, struct ompi_communicator
 {
     mca_coll_offload_component_t *c = &mca_coll_offload_component;
     __atomic_fetch_add(&c->shm_refused, 1ull, __ATOMIC_RELAXED);
-    if (0 == m->rank && !__atomic_exchange_n(&c->shm_warned, 1, __ATOMIC_RELAXED)) {
+    if (0 == m->rank && !opal_atomic_swap_32(&c->shm_warned, 1)) {
         opal_output(c->output,
                     "coll:offload: %s (%d ranks): its %zu bytes of shared memory per rank "
                     "would pass coll_offload_shm_cap (%llu bytes per process on this "

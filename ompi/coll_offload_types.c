@@ -12,7 +12,6 @@
 #include "alu/repsum.h"
 #include "alu/repsum_wide.h"
 
-#include <pthread.h>
 
 #define TYPE_SLOTS 256
 #define TYPE_BUCKET 4
@@ -244,7 +243,7 @@ int mca_coll_offload_map(struct ompi_datatype_t *dtype, struct ompi_op_t *op, of
  * commutative user op over the same kernels instead of MPI_SUM/MPI_PROD. One op per
  * process, created by the first module and released with the last.
  */
-static pthread_mutex_t wrap_lock = PTHREAD_MUTEX_INITIALIZER;
+static opal_mutex_t wrap_lock = OPAL_MUTEX_STATIC_INIT;   /* module set-up: application threads */
 static ompi_op_t *wrap_op[4];   /* SUM, PROD, MIN, MAX */
 static int wrap_refs;
 
@@ -342,7 +341,7 @@ static ompi_datatype_t *wire_bytes(size_t n)
 
 void mca_coll_offload_wrap_ops_retain(void)
 {
-    pthread_mutex_lock(&wrap_lock);
+    OPAL_THREAD_LOCK(&wrap_lock);
     if (0 == wrap_refs++) {
         wrap_op[0] = ompi_op_create_user(true, (ompi_op_fortran_handler_fn_t *) wrap_sum);
         wrap_op[1] = ompi_op_create_user(true, (ompi_op_fortran_handler_fn_t *) wrap_prod);
@@ -359,12 +358,12 @@ void mca_coll_offload_wrap_ops_retain(void)
         repsum_meta_type = wire_bytes(sizeof(ofl_repsum_meta_t));
         repsum_wide_type = wire_bytes(sizeof(ofl_repsum_wide_t));
     }
-    pthread_mutex_unlock(&wrap_lock);
+    OPAL_THREAD_UNLOCK(&wrap_lock);
 }
 
 void mca_coll_offload_wrap_ops_release(void)
 {
-    pthread_mutex_lock(&wrap_lock);
+    OPAL_THREAD_LOCK(&wrap_lock);
     if (wrap_refs > 0 && 0 == --wrap_refs) {
         for (int i = 0; i < 4; ++i) {
             if (NULL != wrap_op[i]) {
@@ -389,7 +388,7 @@ void mca_coll_offload_wrap_ops_release(void)
             repsum_wide_type = NULL;
         }
     }
-    pthread_mutex_unlock(&wrap_lock);
+    OPAL_THREAD_UNLOCK(&wrap_lock);
 }
 
 struct ompi_op_t *mca_coll_offload_below_op(struct ompi_datatype_t *dtype, struct ompi_op_t *op)
