@@ -27,6 +27,7 @@
 #include "ompi/proc/proc.h"
 #include "opal/mca/hwloc/base/base.h"
 #include "opal/util/output.h"
+#include "opal/util/show_help.h"
 
 static void cpu_set_describe(hwloc_const_bitmap_t set, char *buf, size_t len)
 {
@@ -184,11 +185,8 @@ int mca_coll_offload_agent_report(ofl_agent_t *agent)
         return 1;
     }
     if (opal_atomic_swap_32(&rt_watch, 0) && 0 != agent->rt_failed) {
-        opal_output(0,
-                    "coll:offload: coll_offload_agent_preempt=2: the progress agent may not "
-                    "run in the real-time class (%s: needs CAP_SYS_NICE or an RLIMIT_RTPRIO "
-                    "above 0); it runs in the normal class",
-                    strerror(agent->rt_failed));
+        opal_show_help(OFL_GLUE_HELP_FILE, "agent-not-realtime", true,
+                       strerror(agent->rt_failed));
     }
     return 0;
 }

@@ -18,6 +18,11 @@
 #include "opal/datatype/opal_convertor.h"
 #include "opal/util/output.h"
 
+/* A call's error, said by the rank that returns it, on its own stderr (opal_output):
+ * unlike the set-up's warnings (opal_show_help), these come from every rank of a
+ * failing call at once, and Open MPI 4.1's relay of help messages through mpirun drops
+ * some of a burst (seen as "Data unpack would read past end of buffer" there); each rank
+ * must say why its call failed, and tests read it back from the rank's own output. */
 void mca_coll_offload_report(mca_coll_offload_module_t *m, const char *what,
                              struct ompi_communicator_t *comm, ofl_wait_status_t st, int peer,
                              int cnt, uint64_t have, int64_t need, int error)

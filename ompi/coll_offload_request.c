@@ -32,6 +32,7 @@
 #include "opal/runtime/opal.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
+#include "opal/util/show_help.h"
 
 /* The peer of a request's failure that was refused at its start: its
  * communicator is broken by an earlier mismatch. */
@@ -515,10 +516,8 @@ static int req_cancel(ompi_request_t *q, int flag)
 {
     (void) flag;
     if (!opal_atomic_swap_32(&cancel_warned, 1)) {
-        opal_output(0, "coll:offload: MPI_Cancel on a collective request on %s is erroneous "
-                    "(MPI-3.1 section 5.12): returning MPI_ERR_REQUEST; the request stays "
-                    "active and completes normally",
-                    q->req_mpi_object.comm->c_name);
+        opal_show_help(OFL_GLUE_HELP_FILE, "cancel-collective", true,
+                       q->req_mpi_object.comm->c_name);
     }
     return MPI_ERR_REQUEST;
 }

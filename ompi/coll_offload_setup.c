@@ -206,10 +206,7 @@ static int setup_failed(mca_coll_offload_module_t *m, struct ompi_communicator_t
     ofl_nic_poison_self(m->nic);
     mca_coll_offload_release_nic(m);
     m->state = OFL_MOD_DISABLED;
-    opal_output(0,
-                "coll:offload: %s: the set-up agreement failed on rank %d (%d); the "
-                "communicator is marked failed and falls back from now on",
-                comm->c_name, m->rank, rc);
+    opal_show_help(OFL_GLUE_HELP_FILE, "setup-failed", true, comm->c_name, m->rank, rc);
     return rc;
 }
 

@@ -22,6 +22,7 @@
 #include "glue.h"
 #include "nic/softnic.h"
 #include "opal/util/output.h"
+#include "opal/util/show_help.h"
 
 /* The handle set-up works on (it made it: ofl_softnic_new). */
 static inline ofl_softnic_t *sn_of(mca_coll_offload_module_t *m)
@@ -324,8 +325,7 @@ static void setup_ready(mca_coll_offload_module_t *m, struct ompi_communicator_t
      * alike on every rank, reading the header's pids (each checked where it is
      * used). */
     if (0 != ofl_softnic_seal(sn_of(m))) {
-        opal_output(0, "coll:offload: %s: the software NIC's header is corrupt (a rank's pid "
-                    "is missing or out of range)", comm->c_name);
+        opal_show_help(OFL_GLUE_HELP_FILE, "corrupt-header", true, comm->c_name);
     }
     m->single_copy = all_votes[VOTE_GET];
     m->crowded = !all_votes[VOTE_CORES];
@@ -389,12 +389,7 @@ int mca_coll_offload_shm_setup(mca_coll_offload_module_t *m, struct ompi_communi
     if (all_votes[VOTE_RULES_NOT] != ~all_votes[VOTE_RULES]) {
         /* Their trees and policies could differ: nothing is safe to run here. */
         if (0 == m->rank) {
-            opal_output(0,
-                        "coll:offload: %s: the ranks have different rules (the file "
-                        "coll_offload_rules_file or the communicator's info key "
-                        "coll_offload_rules); this communicator uses the fallback "
-                        "component",
-                        comm->c_name);
+            opal_show_help(OFL_GLUE_HELP_FILE, "rules-differ", true, comm->c_name);
         }
         return OMPI_SUCCESS;
     }

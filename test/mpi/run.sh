@@ -614,7 +614,7 @@ chmod +x "$rules_dir/pick.sh"
 # shellcheck disable=SC2086
 timeout -k 15 "$TEST_TIMEOUT" $MPIRUN $MPIRUN_ARGS -np 3 $COLL_SELECTION "$rules_dir/pick.sh" \
     "$BINDIR/t_coll" --quick >"$rules_dir/differ.log" 2>&1 </dev/null
-rules_says "$rules_dir/differ.log" "have different rules" "^t_coll: [0-9]* passed, 0 failed"
+rules_says "$rules_dir/differ.log" "hold different coll/offload rules" "^t_coll: [0-9]* passed, 0 failed"
 # The same per communicator, from its info key coll_offload_rules: every policy, tree and
 # radix the key can force, ranks whose keys differ, values that do not parse.
 run t_rules 2 "" $expect
