@@ -94,18 +94,12 @@ static const glue_var_t early_vars[] = {
     { "priority", VAR_INT, OPAL_INFO_LVL_6, PARAM(priority),
       "Priority of coll/offload (tuned is 30: the default makes offload the first choice)" },
     { "repsum", VAR_INT, OPAL_INFO_LVL_4, PARAM(repsum),
-      "Reproducible sums: 1 makes MPI_SUM on float, double and their complex types "
-      "bitwise identical whatever the number of ranks, the data's distribution over "
-      "them, the algorithm, tree, radix or hierarchy (each value is carried as "
-      "binned integers summed on the NIC and rounded once at the end; within 1 ulp "
-      "of the exact sum, see the README for the cost). 0: ordinary sums. A "
-      "communicator's info key coll_offload_repsum (\"true\"/\"false\") overrides "
-      "this; every rank must say the same" },
+      "1: MPI_SUM of float and double types bitwise reproducible whatever the ranks, data "
+      "distribution and algorithm (within 1 ulp of the exact sum); 0: ordinary sums. The "
+      "info key coll_offload_repsum overrides it per communicator" },
     { "repsum_two_pass_min", VAR_INT, OPAL_INFO_LVL_5, PARAM(repsum_two_pass_min),
-      "Reproducible sums: blocking MPI_Allreduce and MPI_Reduce of at least this many "
-      "reals (complex values count two) on communicators of at most 128 ranks take the "
-      "two-pass form (18 bytes per real on the wire instead of 32; bit-identical "
-      "results). -1: never. Every rank must say the same" },
+      "Reproducible sums: blocking reductions of at least this many reals take the two-pass "
+      "form (18 instead of 32 bytes per real, same bits); -1: never" },
     { "verbose", VAR_INT, OPAL_INFO_LVL_9, PARAM(verbose),
       "Verbosity: 1 set-up and faults, 10 every offload/fallback decision, "
       "50 dump each rank's descriptor programs" },
@@ -119,31 +113,21 @@ static const glue_var_t early_vars[] = {
     { "bcast_radix", VAR_INT, OPAL_INFO_LVL_5, PARAM(bcast_radix),
       "Radix of the broadcast tree (2..64; ignored by flat)" },
     { "segment_size", VAR_SIZE, OPAL_INFO_LVL_5, PARAM(segment_size),
-      "Bytes of a mailbox slot at most, the largest segment: messages are cut into "
-      "segments (about 8 per message, at least 16 KiB, at most a slot) that are "
-      "combined and forwarded one by one (pipelining); slots are smaller where "
-      "coll_offload_shm_budget needs it" },
+      "Largest segment in bytes (a mailbox slot): large messages are cut into segments that "
+      "are combined and forwarded one by one" },
     { "shm_budget", VAR_SIZE, OPAL_INFO_LVL_4, PARAM(shm_budget),
-      "Bytes of node shared memory a communicator may use per rank, at most: its "
-      "segment's mailbox slots are sized so that header, counters, board and the "
-      "slots of every stream a rank receives on, divided among its ranks, fit (the "
-      "more ranks, the smaller the slots and the more segments a large message is "
-      "cut into, never beyond coll_offload_segment_size); a communicator whose "
-      "streams cannot have one page each within it uses the fallback component" },
+      "Bytes of node shared memory a communicator may use per rank; one that cannot fit "
+      "uses the fallback component" },
     { "shm_cap", VAR_SIZE, OPAL_INFO_LVL_4, PARAM(shm_cap),
-      "Bytes of node shared memory this job's communicators may use together on a "
-      "node: each process counts its share of every communicator it sets up (the "
-      "bound above, at most coll_offload_shm_budget) against this divided by the "
-      "job's processes on the node; a communicator that would pass it on any rank "
-      "uses the fallback component on every rank (one warning), and a freed one gives "
-      "its share back. 0: a quarter of the size of /dev/shm" },
+      "Bytes of node shared memory all of this job's communicators may use together on a "
+      "node (0: a quarter of /dev/shm); beyond it, new communicators use the fallback "
+      "component" },
     { "slots", VAR_INT, OPAL_INFO_LVL_5, PARAM(slots),
       "Mailbox slots per stream (a power of two; others are rounded up): items a "
       "sender may run ahead of its receiver" },
     { "exchange_max_ranks", VAR_INT, OPAL_INFO_LVL_5, PARAM(exchange_max_ranks),
-      "Communicators of at most this many ranks may use the one-step exchange for "
-      "allreduce/barrier (every rank sends to every rank, all combine in rank order); "
-      "larger ones use the trees where a policy says exchange" },
+      "Largest communicator that may use the one-step exchange (and the board) for "
+      "allreduce and barrier" },
 };
 
 /* Registered after the per-collective policies and size limits, in this order. */
@@ -156,125 +140,69 @@ static const glue_var_t late_vars[] = {
     { "spin", VAR_INT, OPAL_INFO_LVL_6, PARAM(spin),
       "Polls before a waiting rank also yields its core (0 when oversubscribed)" },
     { "start_polls", VAR_INT, OPAL_INFO_LVL_6, PARAM(start_polls),
-      "A small nonblocking or persistent collective (up to 16 KiB) fires its first "
-      "transfers in MPI_I<coll>/MPI_Start and polls this many times for the peers' "
-      "before it returns, so that one whose peers are already there completes in the "
-      "call (MPI_Wait then only finds it done); 0: return at once (as when "
-      "oversubscribed or coll_offload_spin is 0)" },
+      "Polls a small nonblocking or persistent collective makes for its peers before "
+      "MPI_I<coll>/MPI_Start returns (0: return at once)" },
     { "agree_above", VAR_INT, OPAL_INFO_LVL_6, PARAM(agree_above),
-      "A blocking collective handed to the fallback on a communicator whose NIC is set "
-      "up first waits until every rank has recorded the same call (collective, op, "
-      "datatype, count, root), so that ranks passing different arguments, some of which "
-      "offload the call, get MPI_ERR_ARG instead of waiting for each other for ever. "
-      "Calls that the size policy hands down (coll_offload_<coll>_policy) wait so only "
-      "above this many bytes; -1 (default): never (coll_offload_check=1 makes them "
-      "wait): the policy chose the fallback because it is faster, and the wait would "
-      "cost 3-6 percent (ranks can take different ways there only with different byte counts, "
-      "an erroneous call that may then hang, as such a call can without coll/offload). "
-      "Calls handed down for other reasons (user op, derived datatype, size cap, count "
-      "0) always wait" },
+      "Bytes above which a blocking call the size policy hands down first waits for every "
+      "rank's call record (mismatched arguments then give MPI_ERR_ARG); -1: never. Calls "
+      "handed down for other reasons always wait" },
     { "agent", VAR_INT, OPAL_INFO_LVL_5, PARAM(agent),
       "Start a progress agent thread (one per process) at the first nonblocking or "
       "persistent collective, so those progress while the application computes; "
       "0: they progress only inside MPI calls" },
     { "check", VAR_INT, OPAL_INFO_LVL_4, PARAM(check),
-      "1: full argument checking, like a debug build's: every blocking reduce and bcast, "
-      "and every blocking call handed to the layer below, first waits until every rank "
-      "has recorded the same call (collective, op, datatype, size, root), so every rank of "
-      "a call whose ranks passed different arguments gets MPI_ERR_ARG from that call; "
-      "costs a synchronisation per reduce and bcast. 0: checks that add no wait (a rank "
-      "whose part of a reduce or bcast only sends learns of a mismatch at its next "
-      "collective on the communicator)" },
+      "1: full argument checking (every reduce, bcast and handed-down call waits for every "
+      "rank's call record; a synchronisation per call); 0: the checks that cost no wait" },
     { "rules_file", VAR_STRING, OPAL_INFO_LVL_4, PARAM(rules_file),
-      "Rules file (written by coll-offload-tune; format: docs/rules-format.md): per "
-      "communicator size, the policy, tree and radix in force instead of the *_policy, "
-      "*_tree and *_radix values. Empty: the installation's etc/" OFL_GLUE_RULES_NAME
-      " if present. A communicator's info key coll_offload_rules overrides it" },
+      "Rules file from coll-offload-tune (docs/rules-format.md): per communicator size, "
+      "the policy, tree and radix to use; empty: etc/" OFL_GLUE_RULES_NAME " of the "
+      "installation if present" },
     { "crowded_max", VAR_INT, OPAL_INFO_LVL_5, PARAM(crowded_max),
-      "Where a communicator's node runs more ranks than it has cores, reduces and bcasts "
-      "of up to this many bytes go to the layer below: its eager sends let a reduce's "
-      "children and a bcast's root run ahead while ranks share a core, which measured "
-      "2-5x faster there than the NIC's board and trees (np 4 on 2 cores); larger "
-      "reduces that the size policy hands down run the tree instead (tuned's 32-512 KiB "
-      "reduces took 1.1-3.8x the tree's time there); -1: neither" },
+      "Where ranks outnumber a node's cores, reduces and bcasts up to this many bytes go to "
+      "the layer below (faster there); -1: never" },
     { "persistent_ordered", VAR_INT, OPAL_INFO_LVL_4, PARAM(persistent_ordered),
-      "1: assume that on every communicator all ranks start their persistent collectives "
-      "in the same order, as the communicator info key "
-      "mpi_assert_strict_persistent_collective_ordering=true asserts for one "
-      "communicator; then persistent collectives run on the NIC. 0: MPI-4 lets ranks "
-      "start them in different orders, so persistent collectives go to the layer below "
-      "unless the communicator carries that key (Open MPI 4.1 cannot: its info keys are "
-      "limited to 35 characters)" },
+      "1: assume persistent collectives are started in the same order on every rank, so "
+      "they run on the NIC; 0: only on communicators asserting "
+      "mpi_assert_strict_persistent_collective_ordering" },
     { "agent_bind", VAR_INT, OPAL_INFO_LVL_6, PARAM(agent_bind),
       "1: bind the progress agent to a core that no rank on the node is bound to, when "
       "there is one, otherwise let it run on any core; 0: leave it where it started "
       "(inheriting the rank's binding)" },
     { "agent_nap", VAR_DOUBLE, OPAL_INFO_LVL_6, PARAM(agent_nap),
-      "Microseconds the progress agent sleeps at most, while collectives are "
-      "outstanding, between rounds that found nothing to do; an arrival of a peer's "
-      "data for a large collective (its doorbell) or a new large post ends the sleep "
-      "at once. 0: poll, yielding the core between rounds" },
+      "Microseconds the progress agent sleeps at most between idle rounds while collectives "
+      "are outstanding (0: poll, yielding)" },
     { "hierarchy", VAR_INT, OPAL_INFO_LVL_5, PARAM(hierarchy),
-      "1: on communicators that span nodes, node-aware collectives: the ranks of a node "
-      "combine through the software NIC to a node leader, leaders combine across nodes "
-      "through the layer below (tuned over the network), the result comes back the same "
-      "way; 0: leave such communicators to the other components" },
+      "1: node-aware collectives on communicators spanning nodes (node members through the "
+      "software NIC, leaders through the layer below or libfabric); 0: leave them to other "
+      "components" },
     { "ofi", VAR_INT, OPAL_INFO_LVL_5, PARAM(ofi),
-      "1: the node leaders' level of node-aware collectives (allreduce, barrier) runs as "
-      "a descriptor program on the libfabric NIC when the provider starts on every "
-      "leader (else, with one warning, the layer below); 0 (default: with the software "
-      "sockets provider it is far slower than tuned over tcp): always the layer below" },
+      "1: the node leaders' level of node-aware allreduce and barrier runs on the libfabric "
+      "NIC where every leader can open it; 0 (default): the layer below" },
     { "ofi_after", VAR_INT, OPAL_INFO_LVL_6, PARAM(ofi_after),
-      "Node-aware calls on a communicator before its leaders open the libfabric NIC "
-      "(endpoint, registered mailboxes): communicators used a few times never pay for "
-      "it. With one rank per node, calls before that go to the layer below" },
+      "Node-aware calls on a communicator before its leaders open the libfabric NIC (rarely "
+      "used communicators never pay for it)" },
     { "ofi_native", VAR_INT, OPAL_INFO_LVL_6, PARAM(ofi_native),
-      "1: where the provider offers triggered atomics (FI_TRIGGER, FI_ATOMIC: sockets "
-      "here, cxi on Slingshot) and the number of nodes is a power of two, the leaders' "
-      "allreduce (up to 4096 bytes; sums and products, integer min/max/bitwise ops) and "
-      "barrier are posted whole as triggered operations: the NIC combines and forwards, "
-      "the host only posts and waits (recursive doubling, results identical on every "
-      "rank); 0: the descriptor program with software triggering" },
+      "1: where the provider offers triggered atomics and the node count is a power of two, "
+      "the leaders' small allreduce and barrier are posted whole as triggered operations; "
+      "0: software triggering" },
     { "inject", VAR_STRING, OPAL_INFO_LVL_9, PARAM(inject),
-      "For tests only: make steps of the first communicator set-up (or of the first "
-      "staged bcast) fail on chosen ranks, to exercise the error paths. A comma-separated "
-      "list (up to 4) of STEP:RANK[:kill], RANK a rank of that communicator, STEP one of "
-      "create (the anonymous segment, rank 0: then a named one is tried), name (the named "
-      "segment, rank 0), bcast (the bcast of where it is), proc (reopening it through "
-      "/proc is refused: a named segment is used), attach, probe (the "
-      "cross-memory read test), compile (the programs), agree (the agreement allreduce "
-      "returns an error), stage (the staging allocation of a non-contiguous bcast or "
-      "ibcast), hier (the node-aware set-up of a communicator spanning nodes: its "
-      "allocations); with :kill the rank SIGKILLs itself right after the step instead. Empty "
-      "(default): nothing is injected" },
+      "For tests only: STEP:RANK[:kill],... makes set-up steps fail on chosen ranks (see "
+      "docs/parameters.md); empty: nothing injected" },
     { "ofi_provider", VAR_STRING, OPAL_INFO_LVL_5, PARAM(ofi_provider),
-      "libfabric provider of the leaders' level; empty (default): automatic, the first in "
-      "libfabric's order that offers triggered atomics (cxi on Slingshot, sockets), else "
-      "the first with RDM endpoints, RMA, remote-write counters (FI_RMA_EVENT) and ordered "
-      "writes, never a node-local one (shm)" },
+      "libfabric provider of the leaders' level; empty: the first with triggered atomics, "
+      "else the first with RDM, RMA and remote-write counters (never shm)" },
     { "ofi_fabric", VAR_STRING, OPAL_INFO_LVL_5, PARAM(ofi_fabric),
       "libfabric fabric (for sockets/tcp: the subnet, e.g. 198.51.100.0/24) of the leaders' "
       "level; empty: the provider's first one that is not loopback" },
     { "agent_preempt", VAR_INT, OPAL_INFO_LVL_6, PARAM(agent_preempt),
-      "0: the progress agent runs in the SCHED_BATCH class: a wake-up never "
-      "preempts a rank, so the agent takes idle cores at once and busy ones only at "
-      "scheduler ticks (no stolen time inside MPI calls); 1: the normal class: it "
-      "preempts as the fair scheduler sees fit, wherever the rank happens to be; 2: "
-      "the real-time class (SCHED_RR, lowest priority; needs CAP_SYS_NICE or "
-      "RLIMIT_RTPRIO, else a warning and 1): it always preempts a computing rank at "
-      "once, so a collective's work runs during the application's computation even "
-      "when no core is idle (the time is taken from the computation); it never "
-      "spins, it sleeps when there is nothing to do" },
+      "Scheduling class of the progress agent: 0 batch (never preempts a rank), 1 normal, 2 "
+      "real-time (preempts a computing rank at once; needs CAP_SYS_NICE)" },
     { "agent_kick_delay", VAR_DOUBLE, OPAL_INFO_LVL_6, PARAM(agent_kick_delay),
-      "With coll_offload_agent_preempt=2: microseconds the agent waits after a "
-      "large post woke it before it works: it woke on the posting thread's core "
-      "and preempted it inside MPI_I<coll>, which should return first (a context "
-      "switch and back: a few us on bare metal, 10-20 in a virtual machine)" },
+      "With agent_preempt=2: microseconds the agent waits after a large post woke it, so "
+      "that MPI_I<coll> returns first" },
     { "agent_linger", VAR_DOUBLE, OPAL_INFO_LVL_6, PARAM(agent_linger),
-      "Microseconds the progress agent stays awake after its last outstanding "
-      "collective completed (napping 200 us at a time, checking for new work) before "
-      "it sleeps until the next post wakes it: calls that follow each other closely "
-      "then need no wake-up system call. 0: sleep at once" },
+      "Microseconds the progress agent stays awake after its last collective completed "
+      "before it sleeps (0: sleep at once)" },
 };
 
 static void set_defaults(mca_coll_offload_params_t *p)
@@ -364,14 +292,9 @@ static void register_sizes(const mca_base_component_t *c, mca_coll_offload_param
         };
         mca_base_component_var_register(
             c, names[k],
-            "Algorithm by message size: comma-separated ALG[:MAXBYTES] in increasing size "
-            "order; ALG: tree, fallback, exchange (allreduce/barrier; its bound applies to "
-            "bytes x (ranks - 1), what each rank sends), split (allreduce), get (bcast, "
-            "single copy), board (up to 448 bytes and 16 ranks: each rank's payload in "
-            "cache lines only it writes; an allreduce reads every rank's, a reduce's root "
-            "its children's, a bcast's receivers the root's); the last entry may omit its "
-            "size; k/m/g suffixes. "
-            "E.g. exchange:64k,split:4m,fallback",
+            "Algorithm by message size: ALG[:MAXBYTES],... in increasing size order, the last "
+            "entry open (ALG: board, exchange, split, tree, get, fallback; k/m/g suffixes), "
+            "e.g. board:256,exchange:16k,split; see docs/parameters.md",
             MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
             &p->policy_text[k]);
     }
