@@ -25,6 +25,9 @@ else
     tally_add "0 passed, 1 failed"
 fi
 
+echo "== call cycles between files (contrib/call-cycles.sh: src/, and ompi/ with opal-glue/)"
+tally_part sh contrib/call-cycles.sh
+
 echo "== unit tests (src/, no MPI)"
 make -s check > /tmp/ofl-unit.$$.log 2>&1
 for t in test/unit/test_*.log; do

@@ -48,37 +48,6 @@ static void module_construct(mca_coll_offload_module_t *m)
 _Static_assert(offsetof(mca_coll_offload_module_t, below)
                    == offsetof(mca_coll_offload_base_module_t, below),
                "the pass-through entries find the layer below at the same place in both modules");
-void mca_coll_offload_release_nic(mca_coll_offload_module_t *m)
-{
-    if (0 != m->shm_share) {
-        __atomic_fetch_sub(&mca_coll_offload_component.shm_bytes,
-                           (unsigned long long) m->shm_share, __ATOMIC_RELAXED);
-        m->shm_share = 0;
-    }
-    if (NULL != m->nic) {
-        m->nic->ops->close(m->nic);
-        m->nic = NULL;
-    }
-    ofl_program_free(&m->allreduce);
-    ofl_program_free(&m->barrier);
-    ofl_program_free(&m->allreduce_x);
-    ofl_program_free(&m->allreduce_s);
-    ofl_program_free(&m->barrier_x);
-    for (int r = 0; r < m->size && NULL != m->reduce; ++r) {
-        ofl_program_free(&m->reduce[r]);
-    }
-    for (int r = 0; r < m->size && NULL != m->bcast; ++r) {
-        ofl_program_free(&m->bcast[r]);
-    }
-    for (int r = 0; r < m->size && NULL != m->bcast_get; ++r) {
-        ofl_program_free(&m->bcast_get[r]);
-    }
-    free(m->reduce);
-    free(m->bcast);
-    free(m->bcast_get);
-    m->reduce = m->bcast = m->bcast_get = NULL;
-    ofl_edges_fini(&m->edges);
-}
 
 static void module_destruct(mca_coll_offload_module_t *m)
 {

@@ -198,6 +198,40 @@ static void dump_programs(mca_coll_offload_module_t *m, struct ompi_communicator
     opal_output(mca_coll_offload_component.output, "%s", text);
     free(text);
 }
+/* The NIC and this process's count of its shared memory, given back (the module's
+ * destructor, and a set-up that ends without a NIC). */
+void mca_coll_offload_release_nic(mca_coll_offload_module_t *m)
+{
+    if (0 != m->shm_share) {
+        __atomic_fetch_sub(&mca_coll_offload_component.shm_bytes,
+                           (unsigned long long) m->shm_share, __ATOMIC_RELAXED);
+        m->shm_share = 0;
+    }
+    if (NULL != m->nic) {
+        m->nic->ops->close(m->nic);
+        m->nic = NULL;
+    }
+    ofl_program_free(&m->allreduce);
+    ofl_program_free(&m->barrier);
+    ofl_program_free(&m->allreduce_x);
+    ofl_program_free(&m->allreduce_s);
+    ofl_program_free(&m->barrier_x);
+    for (int r = 0; r < m->size && NULL != m->reduce; ++r) {
+        ofl_program_free(&m->reduce[r]);
+    }
+    for (int r = 0; r < m->size && NULL != m->bcast; ++r) {
+        ofl_program_free(&m->bcast[r]);
+    }
+    for (int r = 0; r < m->size && NULL != m->bcast_get; ++r) {
+        ofl_program_free(&m->bcast_get[r]);
+    }
+    free(m->reduce);
+    free(m->bcast);
+    free(m->bcast_get);
+    m->reduce = m->bcast = m->bcast_get = NULL;
+    ofl_edges_fini(&m->edges);
+}
+
 /* The agreement failed here, so the others may have decided to offload: mark
  * the NIC failed (their first call then fails promptly instead of waiting for
  * us) and return the error. */

@@ -78,6 +78,9 @@ void ofl_repsum_wide_to_float(float *out, const ofl_repsum_wide_t *in,
 void ofl_repsum_meta_from_double_ref(ofl_repsum_meta_t *out, const double *in, size_t count);
 void ofl_repsum_wide_from_double_ref(ofl_repsum_wide_t *out, const double *in,
                                      const ofl_repsum_meta_t *meta, size_t count);
+void ofl_repsum_meta_from_float_ref(ofl_repsum_meta_t *out, const float *in, size_t count);
+void ofl_repsum_wide_from_float_ref(ofl_repsum_wide_t *out, const float *in,
+                                    const ofl_repsum_meta_t *meta, size_t count);
 void ofl_repsum_wide_add_ref(void *out, const void *a, const void *b, size_t count);
 void ofl_repsum_wide_to_double_ref(double *out, const ofl_repsum_wide_t *in,
                                    const ofl_repsum_meta_t *meta, size_t count);

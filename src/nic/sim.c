@@ -22,25 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void sim_fail(sim_t *s, const char *why)
-{
-    if (!s->failed && s->err && s->errlen) {
-        snprintf(s->err, s->errlen, "%s", why);
-    }
-    s->failed = 1;
-}
-
-void *sim_alloc(sim_t *s, size_t n)
-{
-    void *p = calloc(1, n ? n : 1);
-    if (NULL == p) {
-        sim_fail(s, "out of memory");
-        return NULL;
-    }
-    s->bytes += n;
-    return p;
-}
-
 /* ---- set-up ---------------------------------------------------------------------- */
 
 static int cmp_peer(const void *a, const void *b)

@@ -9,7 +9,29 @@
  */
 #include "nic/sim_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+
+/* The first failure of a run, kept for its report (every part of the simulator
+ * reports here, so this file depends on no other). */
+void sim_fail(sim_t *s, const char *why)
+{
+    if (!s->failed && s->err && s->errlen) {
+        snprintf(s->err, s->errlen, "%s", why);
+    }
+    s->failed = 1;
+}
+
+void *sim_alloc(sim_t *s, size_t n)
+{
+    void *p = calloc(1, n ? n : 1);
+    if (NULL == p) {
+        sim_fail(s, "out of memory");
+        return NULL;
+    }
+    s->bytes += n;
+    return p;
+}
 
 static int ev_before(const sim_event_t *a, const sim_event_t *b)
 {

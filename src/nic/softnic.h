@@ -78,13 +78,6 @@ typedef struct {
     int owned;                 /* from ofl_softnic_new: the close op frees it */
 } ofl_softnic_t;
 
-static inline ofl_nic_record_t *ofl_softnic_record_at(ofl_softnic_t *nic, int rank,
-                                                      uint64_t callno)
-{
-    return (ofl_nic_record_t *) (nic->mem + nic->off_records)
-           + (uint64_t) rank * OFL_NIC_RECORDS + (callno & (OFL_NIC_RECORDS - 1));
-}
-
 /* Bytes of the segment for `size` ranks (address space: the mailboxes of every
  * ordered pair of ranks, most of which no program touches). */
 size_t ofl_softnic_bytes(int size, int slots, size_t segsize);

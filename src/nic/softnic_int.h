@@ -39,6 +39,15 @@ static inline uint64_t page_bytes(void)
 }
 
 /* The pid of `peer`: the sealed private copy, else the header's (set-up). */
+/* A rank's call record for call `callno`, in the segment's records area (the layout
+ * softnic_seg.c lays out, which softnic.c's ops read). */
+static inline ofl_nic_record_t *ofl_softnic_record_at(ofl_softnic_t *nic, int rank,
+                                                      uint64_t callno)
+{
+    return (ofl_nic_record_t *) (nic->mem + nic->off_records)
+           + (uint64_t) rank * OFL_NIC_RECORDS + (callno & (OFL_NIC_RECORDS - 1));
+}
+
 static inline pid_t peer_pid(const ofl_softnic_t *nic, int peer)
 {
     if (NULL != nic->pid) {
