@@ -7,8 +7,8 @@
  *
  *   repsum_conv [REPS [COUNT]]
  *
- * times each conversion and ALU kernel of the two-pass form (alu/repsum_wide.h)
- * and of the 32-byte form (alu/repsum.h) over COUNT doubles (default 131072:
+ * times each conversion and ALU kernel of the two-pass form (repsum/repsum_wide.h)
+ * and of the 32-byte form (repsum/repsum.h) over COUNT doubles (default 131072:
  * 1 MiB), against the ordinary add, and prints the best of REPS runs (default
  * 30) in ns per value: the best run is the one least disturbed by other work
  * on the machine. "scalar" rows are the portable definitions that the entry
@@ -26,8 +26,8 @@
 
 #include <math.h>
 
-#include "alu/repsum.h"
-#include "alu/repsum_wide.h"
+#include "repsum/repsum.h"
+#include "repsum/repsum_wide.h"
 
 static double now(void)
 {

@@ -3,7 +3,7 @@
  * SPDX-License-Identifier: BSD-3-Clause
  */
 /*
- * bench/sim — the compiled descriptor programs on a simulated machine (src/nic/sim.h).
+ * bench/sim — the compiled descriptor programs on a simulated machine (src/sim/sim.h).
  *
  *   sim validate [--calls N] [--csv FILE [--png FILE]] [--quick]
  *                [--tree knomial|kary|flat] [--radix R] [--k K] [--noise PROB,US]
@@ -37,7 +37,7 @@
  * Every simulated call's result is compared with the reference; any difference
  * makes the command fail.
  */
-#include "nic/sim.h"
+#include "sim/sim.h"
 
 #include "sched/rules.h"
 

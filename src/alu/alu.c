@@ -23,8 +23,8 @@
  * overlap check, which costs one comparison per call rather than per element.
  */
 #include "alu.h"
-#include "repsum.h"
-#include "repsum_wide.h"
+#include "repsum/repsum.h"
+#include "repsum/repsum_wide.h"
 
 #include <limits.h>
 

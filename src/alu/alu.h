@@ -42,9 +42,9 @@ typedef enum {
     OFL_T_2INT,          /* struct { int v; int i; } */
     OFL_T_SHORT_INT,     /* struct { short v; int i; } */
     OFL_T_LONG_DOUBLE_INT, /* struct { long double v; int i; } */
-    /* the binned integer element of reproducible sums (alu/repsum.h): SUM only */
+    /* the binned integer element of reproducible sums (repsum/repsum.h): SUM only */
     OFL_T_REPSUM,
-    /* the two-pass form's elements (alu/repsum_wide.h), SUM only: the meta
+    /* the two-pass form's elements (repsum/repsum_wide.h), SUM only: the meta
      * element (its "sum" is the merge: max, min, OR) and the 128-bit integer */
     OFL_T_REPSUM_META,
     OFL_T_REPSUM_WIDE,

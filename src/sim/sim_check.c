@@ -6,7 +6,7 @@
  * coll/offload — the simulation's data and the reference its results are checked
  * against: a fold over the ranks in rank order, written out without the ALU.
  */
-#include "nic/sim_internal.h"
+#include "sim/sim_internal.h"
 
 #include <string.h>
 

@@ -7,7 +7,7 @@
  * mailboxes the engine writes into and reads from at once. A bump raises nothing:
  * it is logged, and sim_exec.c sends it as a packet in virtual time.
  */
-#include "nic/sim_internal.h"
+#include "sim/sim_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

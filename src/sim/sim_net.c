@@ -7,7 +7,7 @@
  * or a dragonfly, shared memory between ranks of a node, and a packet's trip from
  * the sender's port to the receiver (docs/perf/sim.md: the machine model).
  */
-#include "nic/sim_internal.h"
+#include "sim/sim_internal.h"
 
 void ofl_sim_route(const ofl_sim_topo_t *topo, int a, int b, int *switches, int *links)
 {

@@ -9,7 +9,7 @@
  * the host CPU) and to send its bumps as packets. An arriving packet moves its
  * counter when the receiver has taken it in: the NIC's receive unit, or the host.
  */
-#include "nic/sim_internal.h"
+#include "sim/sim_internal.h"
 
 #include <math.h>
 #include <string.h>

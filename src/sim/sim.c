@@ -15,7 +15,7 @@
  * arrive, later, as events. Counters therefore move only in virtual time, and a
  * descriptor fires exactly when its triggers would hold on the modelled machine.
  */
-#include "nic/sim_internal.h"
+#include "sim/sim_internal.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -20,12 +20,12 @@
  * lowest nonzero input bin is kept as a min (again order-free), so whether
  * bits were dropped is known from the final element alone. The flags are ORs.
  */
-#include "alu/repsum.h"
+#include "repsum/repsum.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "alu/repsum_round.h"
+#include "repsum/repsum_round.h"
 
 #define K OFL_REPSUM_K
 #define W OFL_REPSUM_W

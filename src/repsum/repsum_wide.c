@@ -7,7 +7,7 @@
  * kernel's entry point, dispatching to the CPU's best vector kernels
  * (repsum_wide_vec.c) or to the reference ones (repsum_wide_ref.c).
  */
-#include "alu/repsum_wide_int.h"
+#include "repsum/repsum_wide_int.h"
 
 #if OFL_RSW_X86
 /* 0: scalar, 1: AVX2, 2: AVX-512; the CPU's best, capped by a caller. */

@@ -18,7 +18,7 @@
  * (the same max, min and OR of the same per-input fields), and both forms round
  * the same exact value with the same function.
  */
-#include "alu/repsum_wide_int.h"
+#include "repsum/repsum_wide_int.h"
 
 
 

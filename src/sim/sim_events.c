@@ -7,7 +7,7 @@
  * order (ties in the order they were pushed, so that runs are reproducible), and
  * the random numbers of the noise and the data.
  */
-#include "nic/sim_internal.h"
+#include "sim/sim_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

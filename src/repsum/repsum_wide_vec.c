@@ -26,7 +26,7 @@
  * or -0.0 by the flags. Lanes with NaN or infinities among the inputs, or with
  * a subnormal or overflowing result, are done again by the scalar code.
  */
-#include "alu/repsum_wide_int.h"
+#include "repsum/repsum_wide_int.h"
 
 #if OFL_RSW_X86
 #include <immintrin.h>

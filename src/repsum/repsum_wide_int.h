@@ -13,8 +13,8 @@
 
 #include <string.h>
 
-#include "alu/repsum_round.h"
-#include "alu/repsum_wide.h"
+#include "repsum/repsum_round.h"
+#include "repsum/repsum_wide.h"
 
 #define K OFL_REPSUM_K
 #define W OFL_REPSUM_W

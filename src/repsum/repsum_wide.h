@@ -32,7 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "alu/repsum.h"
+#include "repsum/repsum.h"
 
 #define OFL_REPSUM_WIDE_MAX_TERMS 128
 

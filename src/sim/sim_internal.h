@@ -16,7 +16,7 @@
 
 #include "engine/engine.h"
 #include "nic/nic.h"
-#include "nic/sim.h"
+#include "sim/sim.h"
 
 #include <stddef.h>
 #include <stdint.h>

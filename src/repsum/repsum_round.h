@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "alu/repsum.h"
+#include "repsum/repsum.h"
 
 typedef unsigned __int128 ofl_u128;
 
