@@ -370,6 +370,9 @@ static inline void mca_coll_offload_note_offload(ofl_kind_t kind, ofl_coll_t col
     }
     c->nb_offloaded[kind][coll]++;
 }
+/* The smallest segment a message is cut into (a slot is never smaller where the
+ * budget allows): below it the per-segment handshakes dominate. */
+#define OFL_SEGMENT_MIN_BYTES (16u << 10)
 /* The segment size of a call of `bytes` on prog (ofl_call_t.seg_bytes). */
 size_t mca_coll_offload_segment(const ofl_program_t *prog, size_t bytes);
 /* The error message of a failed offloaded call (dead peer, watchdog, or a failed

@@ -95,18 +95,22 @@ int mca_coll_offload_persistent_ordered(struct ompi_communicator_t *comm)
 /* Segment size for a call: a handful of segments per message (per owner for the
  * split program) so that moving and combining overlap, but never below the size
  * where per-segment handshakes would dominate. */
+#define SEG_PIECES         8            /* segments per message and per owner */
+#define SEG_BYREF_PIECES   4
+#define SEG_BYREF_MIN      (512u << 10) /* one read of 512 KiB beat four, up to 1 MiB */
+
 size_t mca_coll_offload_segment(const ofl_program_t *prog, size_t bytes)
 {
     if (prog->byref) {
         /* a reference per segment: few and large (each read is a system call,
          * and a read of 512 KiB in one piece beat four pieces at every size up
          * to 1 MiB); larger messages in four, so that deeper trees pipeline */
-        size_t seg = bytes / 4;
-        return seg < 524288 ? 524288 : seg;
+        size_t seg = bytes / SEG_BYREF_PIECES;
+        return seg < SEG_BYREF_MIN ? SEG_BYREF_MIN : seg;
     }
-    size_t pieces = 8 * (size_t) prog->period;
+    size_t pieces = SEG_PIECES * (size_t) prog->period;
     size_t seg = bytes / pieces;
-    return seg < 16384 ? 16384 : seg;
+    return seg < OFL_SEGMENT_MIN_BYTES ? OFL_SEGMENT_MIN_BYTES : seg;
 }
 
 int mca_coll_offload_decide_reduction(mca_coll_offload_module_t *m,

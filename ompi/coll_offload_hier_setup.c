@@ -325,8 +325,9 @@ int mca_coll_offload_hier_net_run(hier_module_t *h, const ofl_program_t *prog,
     h->net.ops->stats(&h->net, &w0, &b0);
     ofl_wait_opts_t opts = ofl_glue_wait_opts(&c->params);
     int peer = -1;
-    ofl_wait_status_t st = ofl_engine_run(&h->net_inst, prog, h->net.ops->nic(&h->net), &h->net_edges,
-                                          call, &opts, &peer);
+    ofl_nic_t *nic = h->net.ops->nic(&h->net);
+    ofl_wait_status_t st = ofl_engine_run(&h->net_inst, prog, nic, &h->net_edges, call, &opts,
+                                          &peer);
     h->net.ops->stats(&h->net, &w1, &b1);
     __atomic_fetch_add(&c->ofi_writes, (unsigned long long) (w1 - w0), __ATOMIC_RELAXED);
     __atomic_fetch_add(&c->ofi_bytes, (unsigned long long) (b1 - b0), __ATOMIC_RELAXED);

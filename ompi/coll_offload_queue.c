@@ -269,7 +269,8 @@ static int module_progress(ofl_agent_item_t *item)
         }
         break;
     }
-    if (0 == worked && NULL != (qc = m->run_head) && 0 == (++m->idle & 63)) {
+    if (0 == worked && NULL != (qc = m->run_head)
+        && 0 == (++m->idle & (OFL_IDLE_CHECK_EVERY - 1))) {
         check_head(m, qc);
         if (m->failed) {
             return module_progress(item);
@@ -529,7 +530,7 @@ ofl_wait_status_t mca_coll_offload_queue_blocking(mca_coll_offload_module_t *m,
         if (__atomic_load_n(&qc->done, __ATOMIC_ACQUIRE)) {
             break;
         }
-        if (0 == (iter & 63)) {
+        if (0 == (iter & (OFL_IDLE_CHECK_EVERY - 1))) {
             opal_progress();
         }
         if (iter >= spin) {

@@ -29,6 +29,10 @@
 #ifndef MCA_COLL_OFFLOAD_QUEUE_H
 #define MCA_COLL_OFFLOAD_QUEUE_H
 
+/* Idle rounds (or polls of a blocking call's wait) between two looks at the oldest
+ * call's peers and the host's progress (a power of 2). */
+#define OFL_IDLE_CHECK_EVERY 64
+
 #include "coll_offload.h"
 
 /* One call on a module's queue: a program instance or a board call, and what

@@ -3,7 +3,7 @@
  * SPDX-License-Identifier: BSD-3-Clause
  */
 /*
- * coll/offload — reproducible sums at the MPI level (src/alu/repsum.h has the
+ * coll/offload — reproducible sums at the MPI level (src/repsum/repsum.h has the
  * format and the guarantee).
  *
  * A float sum in reproducible mode is converted into binned elements in a
@@ -12,7 +12,7 @@
  * layer below all carry it unchanged: the wire op is integer adds), and
  * converted back once. Whichever path the wire call takes, the result is a
  * function of the inputs alone: never the ordinary sum. Large blocking calls
- * take the two-pass form (src/alu/repsum_wide.h) instead: two wire calls of
+ * take the two-pass form (src/repsum/repsum_wide.h) instead: two wire calls of
  * 2 + 16 bytes per value, with the same bits.
  */
 #include "coll_offload.h"
@@ -21,8 +21,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "alu/repsum.h"
-#include "alu/repsum_wide.h"
+#include "repsum/repsum.h"
+#include "repsum/repsum_wide.h"
 #include "ompi/communicator/communicator.h"
 #include "opal/util/info.h"
 #include "opal/util/output.h"
@@ -115,7 +115,7 @@ static int no_memory(const char *what, struct ompi_communicator_t *comm, size_t 
 }
 
 /*
- * The two-pass form (alu/repsum_wide.h) gives the binned form's bits with 2 +
+ * The two-pass form (repsum/repsum_wide.h) gives the binned form's bits with 2 +
  * 16 bytes per real instead of 32, but two calls: blocking calls take it from
  * coll_offload_repsum_two_pass_min reals up (its default is the crossover
  * bench/repsum_demo -t measured), when the sum has at most

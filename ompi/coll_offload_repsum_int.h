@@ -14,7 +14,7 @@
 
 #include <limits.h>
 
-#include "alu/repsum.h"
+#include "repsum/repsum.h"
 #include "opal/util/output.h"
 
 /* Binned elements per call: two per complex value. */

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "alu/repsum.h"
+#include "repsum/repsum.h"
 #include "ompi/mca/coll/base/coll_base_util.h"
 #include "ompi/request/request.h"
 #include "opal/runtime/opal_progress.h"

@@ -274,7 +274,8 @@ static int setup_size(mca_coll_offload_module_t *m, struct ompi_communicator_t *
         return rc;
     }
     *segsize = ofl_softnic_fit(m->size, p->slots, *most < 0 ? m->size * OFL_CHANNELS : *most,
-                               p->shm_budget, p->segment_size ? p->segment_size : 16384);
+                               p->shm_budget,
+                               p->segment_size ? p->segment_size : OFL_SEGMENT_MIN_BYTES);
     if (0 == *segsize) {
         if (0 == m->rank) {
             opal_output(c->output,

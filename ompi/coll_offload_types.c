@@ -9,8 +9,8 @@
 
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/op/op.h"
-#include "alu/repsum.h"
-#include "alu/repsum_wide.h"
+#include "repsum/repsum.h"
+#include "repsum/repsum_wide.h"
 
 
 #define TYPE_SLOTS 256
@@ -72,7 +72,7 @@ static void map_type(ompi_datatype_t *dt, ofl_type_t t)
  * one the NIC would give. Made and released with the wrapping ops. */
 static ompi_datatype_t *repsum_type;
 static ompi_op_t *repsum_op;
-/* The two-pass form's elements (alu/repsum_wide.h), under the same op. */
+/* The two-pass form's elements (repsum/repsum_wide.h), under the same op. */
 static ompi_datatype_t *repsum_meta_type;
 static ompi_datatype_t *repsum_wide_type;
 

@@ -80,7 +80,8 @@ _Static_assert(UINT_MAX >= UINT32_MAX, "unsigned int narrower than 32 bits");
  * instruction than Open MPI's op/avx leaves mid-size reduces memory-stalled on
  * the combine (GCC on x86-64; elsewhere the baseline only).
  */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) \
+    && !defined(__SANITIZE_ADDRESS__)
 #define OFL_CLONES __attribute__((target_clones("default", "avx2", "avx512f")))
 #else
 #define OFL_CLONES

@@ -483,7 +483,7 @@ ofl_wait_status_t ofl_wait_loop(ofl_poll_fn poll, ofl_check_fn check, void *ctx,
         if (done) {
             return done > 0 ? OFL_WAIT_OK : OFL_WAIT_FAILED;
         }
-        if (opts->progress && 0 == (iter & 63)) {
+        if (opts->progress && 0 == (iter & (OFL_WAIT_PROGRESS_EVERY - 1))) {
             opts->progress(opts->ctx);
         }
         if (iter >= opts->spin_before_yield) {

@@ -150,6 +150,10 @@ static inline void ofl_cpu_relax(void)
 #endif
 }
 
+/* Polls between two calls of the host's progress in a wait (a power of 2): the host's
+ * progress costs a few hundred ns, a poll a few. */
+#define OFL_WAIT_PROGRESS_EVERY 64
+
 /* The wait itself, for anything that polls: poll(ctx) > 0 done, 0 not yet, < 0
  * failed; between polls the host's progress now and then, yielding after
  * opts->spin_before_yield polls, and every liveness period check(ctx, waited,
