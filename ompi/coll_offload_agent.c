@@ -18,6 +18,7 @@
  * application thread that finds it out.
  */
 #include "coll_offload.h"
+#include "coll_offload_setup.h"
 
 #include <errno.h>
 #include <stdio.h>

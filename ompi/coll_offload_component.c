@@ -7,6 +7,9 @@
  * get a module.
  */
 #include "coll_offload.h"
+#include "coll_offload_inject.h"
+#include "coll_offload_nb.h"
+#include "coll_offload_types.h"
 
 #include <stdio.h>
 

@@ -8,6 +8,8 @@
  * sizes, the nonblocking entry points' decisions and program choice.
  */
 #include "coll_offload_decide.h"
+#include "coll_offload_exec.h"
+#include "coll_offload_setup.h"
 
 #include "opal/util/info.h"
 #include "opal/util/output.h"

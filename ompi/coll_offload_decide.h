@@ -17,6 +17,64 @@
 #define MCA_COLL_OFFLOAD_DECIDE_H
 
 #include "coll_offload.h"
+#include "coll_offload_setup.h"
+#include "coll_offload_types.h"
+
+BEGIN_C_DECLS
+
+/* Does the board take this call: the policy chose it, the communicator may use
+ * the board, and the payload fits? (Nonblocking and persistent calls too.) */
+static inline int mca_coll_offload_board_takes(const mca_coll_offload_module_t *m,
+                                               ofl_alg_t alg, size_t bytes)
+{
+    return OFL_ALG_BOARD == alg && m->board && bytes <= m->nic->board_bytes;
+}
+
+/* Shared by the blocking and the nonblocking entry points (coll_offload_ops.c). */
+enum {
+    OFL_R_OFFLOAD = 0,
+    OFL_R_USER_OP = 1,
+    OFL_R_TYPE = 2,
+    OFL_R_OP_TYPE = 3,
+    OFL_R_SIZE = 4,
+    OFL_R_NIC = 5,
+    OFL_R_POLICY = 6,
+    OFL_R_UNSET = 7,
+    OFL_R_UNORDERED = 8
+};
+/* The decision of a nonblocking or persistent call: a reduction (fills call's
+ * fn, elem, count), a bcast of `bytes`, a barrier: OFL_R_OFFLOAD, or why not.
+ * These never set the NIC up (OFL_R_UNSET until a blocking call did). */
+int mca_coll_offload_decide_reduction(mca_coll_offload_module_t *m,
+                                      struct ompi_communicator_t *comm, ofl_coll_t coll,
+                                      struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                      int count, ofl_call_t *call, ofl_alg_t *alg);
+int mca_coll_offload_decide_bcast(mca_coll_offload_module_t *m,
+                                  struct ompi_communicator_t *comm, size_t bytes,
+                                  ofl_alg_t *alg);
+int mca_coll_offload_decide_barrier(mca_coll_offload_module_t *m,
+                                    struct ompi_communicator_t *comm, ofl_alg_t *alg);
+/* The compiled program for an offloaded call. */
+const ofl_program_t *mca_coll_offload_program(mca_coll_offload_module_t *m, ofl_coll_t coll,
+                                              ofl_alg_t alg, int root);
+/* Count (and at verbose >= 10 explain) a decision. */
+void mca_coll_offload_note(ofl_kind_t kind, ofl_coll_t coll, int reason, size_t bytes,
+                           struct ompi_communicator_t *comm);
+
+/* The same for an offloaded nonblocking or persistent call, the counter bumped
+ * in place (every persistent start passes here). */
+static inline void mca_coll_offload_note_offload(ofl_kind_t kind, ofl_coll_t coll,
+                                                 size_t bytes,
+                                                 struct ompi_communicator_t *comm)
+{
+    mca_coll_offload_component_t *c = &mca_coll_offload_component;
+    if (OPAL_UNLIKELY(c->params.verbose >= 10 || opal_using_threads())) {
+        mca_coll_offload_note(kind, coll, OFL_R_OFFLOAD, bytes, comm);
+        return;
+    }
+    c->nb_offloaded[kind][coll]++;
+}
+
 
 /* Every blocking fallback passes here, tiny reduces and bcasts included: the
  * count in place, the call out only to explain it. */
@@ -148,5 +206,7 @@ static inline const ofl_program_t *decide_barrier_program(mca_coll_offload_modul
                ? &m->barrier_x
                : &m->barrier;
 }
+
+END_C_DECLS
 
 #endif

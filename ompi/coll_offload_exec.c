@@ -10,6 +10,8 @@
  * communicator failed from one rank, and staging non-contiguous data.
  */
 #include "coll_offload.h"
+#include "coll_offload_decide.h"
+#include "coll_offload_exec.h"
 
 #include <errno.h>
 #include <string.h>

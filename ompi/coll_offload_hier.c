@@ -22,6 +22,8 @@
  * This file holds the calls; coll_offload_hier_setup.c the set-up.
  */
 #include "coll_offload_hier.h"
+#include "coll_offload_decide.h"
+#include "coll_offload_types.h"
 
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/mca/coll/base/coll_tags.h"

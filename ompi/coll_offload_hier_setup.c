@@ -11,6 +11,8 @@
  * coll_offload_hier.c.
  */
 #include "coll_offload_hier.h"
+#include "coll_offload_inject.h"
+#include "coll_offload_types.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -8,6 +8,7 @@
  * test the error paths.
  */
 #include "coll_offload.h"
+#include "coll_offload_inject.h"
 
 #include <signal.h>
 #include <stdint.h>

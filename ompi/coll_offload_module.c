@@ -8,6 +8,9 @@
  * and programs, teardown. The NIC's set-up is coll_offload_setup.c.
  */
 #include "coll_offload.h"
+#include "coll_offload_nb.h"
+#include "coll_offload_setup.h"
+#include "coll_offload_types.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -12,6 +12,10 @@
  * queue (coll_offload_queue.c); the others go to the layer below.
  */
 #include "coll_offload_decide.h"
+#include "coll_offload_exec.h"
+#include "coll_offload_nb.h"
+#include "coll_offload_setup.h"
+#include "coll_offload_types.h"
 
 #include <string.h>
 

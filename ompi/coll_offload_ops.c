@@ -11,6 +11,9 @@
  * the same path.
  */
 #include "coll_offload_decide.h"
+#include "coll_offload_exec.h"
+#include "coll_offload_inject.h"
+#include "coll_offload_types.h"
 
 #include <errno.h>
 #include <string.h>

@@ -12,6 +12,7 @@
  * kernels. Selecting the component thus never leaves a reduction wrong.
  */
 #include "coll_offload.h"
+#include "coll_offload_types.h"
 
 static inline const mca_coll_offload_below_t *below_of(mca_coll_base_module_t *module)
 {

@@ -7,6 +7,7 @@
  * and how (see coll_offload_queue.h).
  */
 #include "coll_offload_queue.h"
+#include "coll_offload_setup.h"
 
 #include <pthread.h>
 #include <sched.h>

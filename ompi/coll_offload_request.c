@@ -20,6 +20,10 @@
  * flight keeps its NIC until they end.
  */
 #include "coll_offload_request.h"
+#include "coll_offload_decide.h"
+#include "coll_offload_exec.h"
+#include "coll_offload_inject.h"
+#include "coll_offload_nb.h"
 
 #include <sched.h>
 #include <stddef.h>

@@ -9,6 +9,8 @@
  * every rank.
  */
 #include "coll_offload.h"
+#include "coll_offload_inject.h"
+#include "coll_offload_setup.h"
 
 #include <stdio.h>
 #include <stdlib.h>

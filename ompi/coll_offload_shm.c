@@ -11,6 +11,9 @@
  * after set-up reaches the NIC through nic/nic.h.
  */
 #include "coll_offload.h"
+#include "coll_offload_exec.h"
+#include "coll_offload_inject.h"
+#include "coll_offload_setup.h"
 
 #include <errno.h>
 #include <stdio.h>

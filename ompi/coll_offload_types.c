@@ -6,6 +6,7 @@
  * coll/offload — which MPI datatypes and ops the NIC's ALU takes, and how.
  */
 #include "coll_offload.h"
+#include "coll_offload_types.h"
 
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/op/op.h"
