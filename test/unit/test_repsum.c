@@ -3,7 +3,7 @@
  * SPDX-License-Identifier: BSD-3-Clause
  */
 /*
- * Reproducible sums (alu/repsum.h): the same multiset summed in many orders and
+ * Reproducible sums (repsum/repsum.h): the same multiset summed in many orders and
  * tree shapes gives the same bytes, and the value agrees with an exact sum kept
  * here in a long fixed-point accumulator: correctly rounded when no input bits
  * were dropped, within 1 ulp otherwise (the terms cancel by far less than 26
@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "alu/alu.h"
-#include "alu/repsum.h"
-#include "alu/repsum_wide.h"
+#include "repsum/repsum.h"
+#include "repsum/repsum_wide.h"
 #include "unit.h"
 
 /* ---- the exact reference: 2^-1074 .. 2^1100 in 32-bit limbs --------------- */

@@ -7,7 +7,7 @@
  * model, routes of both topologies, and results of every program shape checked
  * bit for bit against the reference.
  */
-#include "nic/sim.h"
+#include "sim/sim.h"
 #include "unit.h"
 
 #include <math.h>
