@@ -26,9 +26,10 @@
 #                   finalize: the t_finalize jobs only; cluster, cluster-loss:
 #                   across hosts (run-cluster.sh)
 #
-# Prints one line per run and finally exactly "N passed, M failed" (sums over
-# all runs; a run that crashes, times out or prints no summary counts as one
-# failure).  Exit status is nonzero if anything failed.
+# Prints one line per run and finally exactly "N passed, M failed, K skipped"
+# (sums over all runs of their "PROG: N passed, M failed, K skipped" lines; a run
+# that crashes, times out or prints no summary counts as one failure).  Exit
+# status is nonzero if anything failed.
 set -u
 
 BINDIR=${1:-$(cd "$(dirname "$0")" && pwd)}
@@ -78,32 +79,49 @@ done
 
 total_pass=0
 total_fail=0
+total_skip=0
 start_all=$(date +%s)
+
+# counts LOG PROG: "LINES PASSED FAILED SKIPPED", summed over LOG's summary lines
+# "PROG: N passed, M failed[, K skipped]" (one from rank 0, or one from each rank
+# that finishes alone).
+counts() {
+    grep -aE "^$2: [0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?\$" "$1" \
+        | sed -E 's/^[^:]*: ([0-9]+) passed, ([0-9]+) failed(, ([0-9]+) skipped)?$/\1 \2 \4/' \
+        | awk '{ n++; p += $1; f += $2; s += $3 } END { print n + 0, p + 0, f + 0, s + 0 }'
+}
+
+# ", K skipped" when K is not 0, for the lines of single runs.
+skipped() {
+    [ "$1" = 0 ] || printf ', %s skipped' "$1"
+}
+
+# The last line of a suite, and its status.
+summary() {
+    echo "total time $(( $(date +%s) - start_all ))s"
+    echo "$total_pass passed, $total_fail failed, $total_skip skipped"
+    [ "$total_fail" -eq 0 ]
+}
 
 # run NAME NP EXTRA_MPIRUN_ARGS PROGRAM_ARGS...
 run() {
     local prog=$1 np=$2 extra=$3
     shift 3
-    local log="$LOGDIR/$prog.np$np.log" t0 rc secs line p f status
+    local log="$LOGDIR/$prog.np$np.log" t0 rc secs n p f s status
     t0=$(date +%s)
     # shellcheck disable=SC2086  # the argument strings are meant to be split
     timeout -k 15 "$TEST_TIMEOUT" $MPIRUN $MPIRUN_ARGS -np "$np" $COLL_SELECTION $extra \
         "$BINDIR/$prog" "$@" >"$log" 2>&1 </dev/null
     rc=$?
     secs=$(( $(date +%s) - t0 ))
-    line=$(grep -E "^$prog: [0-9]+ passed, [0-9]+ failed\$" "$log" | tail -n 1)
-    if [ -n "$line" ]; then
-        p=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\1/')
-        f=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\2/')
-    else
-        p=0
-        f=0
-    fi
+    read -r n p f s <<EOF
+$(counts "$log" "$prog")
+EOF
     status=ok
     if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
         status="TIMEOUT after ${TEST_TIMEOUT}s"
         f=$((f + 1))
-    elif [ -z "$line" ]; then
+    elif [ "$n" = 0 ]; then
         status="CRASHED (exit $rc, no summary line)"
         f=$((f + 1))
     elif [ "$rc" != 0 ] && [ "$f" = 0 ] && [ "${ALLOW_RC:-0}" != 1 ]; then
@@ -112,15 +130,16 @@ run() {
     elif [ "$f" != 0 ]; then
         status=FAILED
     fi
-    printf '%-8s %-38s %9s passed, %s failed  (%ss)\n' \
+    printf '%-8s %-38s %9s passed, %s failed%s  (%ss)\n' \
         "$([ "$status" = ok ] && echo '[ ok ]' || echo '[FAIL]')" "$prog np=$np $*" "$p" "$f" \
-        "$secs"
+        "$(skipped "$s")" "$secs"
     if [ "$status" != ok ]; then
         echo "         $status; log: $log"
         grep -E "^FAIL|rror|ignal|Segmentation|Abort" "$log" | head -n 15 | sed 's/^/         /'
     fi
     total_pass=$((total_pass + p))
     total_fail=$((total_fail + f))
+    total_skip=$((total_skip + s))
 }
 
 # run_ends NAME NP EXTRA_MPIRUN_ARGS PROGRAM_ARGS...: a job that must end by
@@ -154,42 +173,43 @@ run_ends() {
 # the default policy: one check on top of t_coll's.
 run_help() {
     local np=$1
-    local log="$LOGDIR/t_coll.np$np.help.log" t0 rc secs line p f shown missing
+    local log="$LOGDIR/t_coll.np$np.help.log" t0 rc secs n p f s shown missing
     t0=$(date +%s)
     # shellcheck disable=SC2086
     timeout -k 15 "$TEST_TIMEOUT" $MPIRUN $MPIRUN_ARGS -np "$np" $COLL_SELECTION \
         --mca coll_offload_barrier_policy bogus "$BINDIR/t_coll" --quick >"$log" 2>&1 </dev/null
     rc=$?
     secs=$(( $(date +%s) - t0 ))
-    # -a: Open MPI 5's launcher ends an aggregated help message with a NUL byte
-    line=$(grep -aE "^t_coll: [0-9]+ passed, [0-9]+ failed\$" "$log" | tail -n 1)
-    p=$(echo "$line" | sed -nE 's/.*: ([0-9]+) passed, ([0-9]+) failed/\1/p')
-    f=$(echo "$line" | sed -nE 's/.*: ([0-9]+) passed, ([0-9]+) failed/\2/p')
-    p=${p:-0}
-    f=${f:-0}
+    # (counts greps with -a: Open MPI 5's launcher ends an aggregated help message
+    # with a NUL byte)
+    read -r n p f s <<EOF
+$(counts "$log" t_coll)
+EOF
     shown=$(grep -ac "coll_offload_barrier_policy could not be read" "$log")
     missing=$(grep -ac "couldn't open the help file" "$log")
-    if [ -z "$line" ] || [ "$rc" != 0 ] || [ "$shown" != 1 ] || [ "$missing" != 0 ]; then
+    if [ "$n" != 1 ] || [ "$rc" != 0 ] || [ "$shown" != 1 ] || [ "$missing" != 0 ]; then
         f=$((f + 1))
     else
         p=$((p + 1))
     fi
-    printf '%-8s %-38s %9s passed, %s failed  (%ss)\n' \
+    printf '%-8s %-38s %9s passed, %s failed%s  (%ss)\n' \
         "$([ "$f" = 0 ] && echo '[ ok ]' || echo '[FAIL]')" "t_coll np=$np bad policy (help)" \
-        "$p" "$f" "$secs"
+        "$p" "$f" "$(skipped "$s")" "$secs"
     if [ "$f" != 0 ]; then
         echo "         exit $rc, the help message shown $shown times (want 1), help file" \
             "missing $missing times; log: $log"
     fi
     total_pass=$((total_pass + p))
     total_fail=$((total_fail + f))
+    total_skip=$((total_skip + s))
 }
 
 # run_inject NP INJECT MODE: t_setup_fail with coll_offload_inject=INJECT (a step
 # of the first set-up or staging failing on a rank), asserting MODE's outcome.
 run_inject() {
     local np=$1 inject=$2 mode=$3
-    local log="$LOGDIR/t_setup_fail.np$np.$mode.$(echo "$inject" | tr ':,' '__').log" t0 rc secs line p f
+    local log="$LOGDIR/t_setup_fail.np$np.$mode.$(echo "$inject" | tr ':,' '__').log"
+    local t0 rc secs n p f s
     t0=$(date +%s)
     # shellcheck disable=SC2086
     timeout -k 15 "$TEST_TIMEOUT" $MPIRUN $MPIRUN_ARGS -np "$np" $COLL_SELECTION \
@@ -197,23 +217,22 @@ run_inject() {
         </dev/null
     rc=$?
     secs=$(( $(date +%s) - t0 ))
-    line=$(grep -E "^t_setup_fail: [0-9]+ passed, [0-9]+ failed\$" "$log" | tail -n 1)
-    p=$(echo "$line" | sed -nE 's/.*: ([0-9]+) passed, ([0-9]+) failed/\1/p')
-    f=$(echo "$line" | sed -nE 's/.*: ([0-9]+) passed, ([0-9]+) failed/\2/p')
-    p=${p:-0}
-    f=${f:-0}
-    if [ -z "$line" ] || [ "$rc" != 0 ] || ! grep -q "coll_offload_inject: " "$log"; then
+    read -r n p f s <<EOF
+$(counts "$log" t_setup_fail)
+EOF
+    if [ "$n" != 1 ] || [ "$rc" != 0 ] || ! grep -q "coll_offload_inject: " "$log"; then
         f=$((f + 1))
     fi
-    printf '%-8s %-38s %9s passed, %s failed  (%ss)\n' \
+    printf '%-8s %-38s %9s passed, %s failed%s  (%ss)\n' \
         "$([ "$f" = 0 ] && echo '[ ok ]' || echo '[FAIL]')" "t_setup_fail np=$np $mode $inject" \
-        "$p" "$f" "$secs"
+        "$p" "$f" "$(skipped "$s")" "$secs"
     if [ "$f" != 0 ]; then
         echo "         exit $rc (an injection must fire, and the run pass); log: $log"
         grep -E "^FAIL|rror|ignal|inject" "$log" | head -n 15 | sed 's/^/         /'
     fi
     total_pass=$((total_pass + p))
     total_fail=$((total_fail + f))
+    total_skip=$((total_skip + s))
 }
 
 # run_kill NP INJECT [window]: a rank SIGKILLs itself during set-up
@@ -279,7 +298,8 @@ run_finalize() {
         timeout -k 5 60 $MPIRUN $MPIRUN_ARGS -np "$np" $COLL_SELECTION "$BINDIR/t_finalize" \
             >"$log" 2>&1 </dev/null
         rc=$?
-        if [ "$rc" = 0 ] && grep -qE "^t_finalize: [0-9]+ passed, 0 failed\$" "$log"; then
+        if [ "$rc" = 0 ] && grep -qE "^t_finalize: [0-9]+ passed, 0 failed(, [0-9]+ skipped)?\$" \
+            "$log"; then
             p=$((p + 1))
             rm -f "$log"
             continue
@@ -370,9 +390,7 @@ cluster | cluster-loss)
         # --enable-recovery Open MPI ends the whole job; it must not hang.
         TEST_TIMEOUT=60 run_ends t_fault "$NP" "" kill
     fi
-    echo "total time $(( $(date +%s) - start_all ))s"
-    echo "$total_pass passed, $total_fail failed"
-    [ "$total_fail" -eq 0 ]
+    summary
     exit
     ;;
 esac
@@ -385,9 +403,7 @@ finalize_stress() {
 }
 if [ "${SUITE:-node}" = finalize ]; then
     finalize_stress
-    echo "total time $(( $(date +%s) - start_all ))s"
-    echo "$total_pass passed, $total_fail failed"
-    [ "$total_fail" = 0 ]
+    summary
     exit
 fi
 if [ "${SUITE:-node}" = quick ]; then
@@ -424,11 +440,10 @@ if [ "${SUITE:-node}" = quick ]; then
     run t_repsum 3 "--mca coll_offload_repsum 1" world
     run t_repsum 4 ""
     if [ "$EXPECT_OFFLOAD" = 1 ]; then
-        TEST_TIMEOUT=60 ALLOW_RC=1 run t_fault 3 "--mca coll_offload_watchdog 0.5" watchdog
+        TEST_TIMEOUT=60 ALLOW_RC=1 run t_fault 3 "--mca coll_offload_watchdog 0.5" \
+            watchdog
     fi
-    echo "total time $(( $(date +%s) - start_all ))s"
-    echo "$total_pass passed, $total_fail failed"
-    [ "$total_fail" = 0 ]
+    summary
     exit
 fi
 for np in 1 2 3 4 7 8; do
@@ -664,9 +679,11 @@ if [ "$EXPECT_OFFLOAD" = 1 ]; then
     # others must return an error, not hang. The job itself ends abnormally
     # (a rank is gone, survivors cannot finalize), so mpirun's status is moot.
     TEST_TIMEOUT=60 ALLOW_RC=1 run t_fault 3 "--enable-recovery" kill
-    TEST_TIMEOUT=60 ALLOW_RC=1 run t_fault 3 "--mca coll_offload_watchdog 0.5" watchdog
+    TEST_TIMEOUT=60 ALLOW_RC=1 run t_fault 3 "--mca coll_offload_watchdog 0.5" \
+        watchdog
     TEST_TIMEOUT=60 ALLOW_RC=1 run t_fault 3 "--enable-recovery" kill-nb
-    TEST_TIMEOUT=60 ALLOW_RC=1 run t_fault 3 "--mca coll_offload_watchdog 0.5" watchdog-nb
+    TEST_TIMEOUT=60 ALLOW_RC=1 run t_fault 3 "--mca coll_offload_watchdog 0.5" \
+        watchdog-nb
     # A peer that writes what no correct rank writes (a board line ahead, a
     # poison mark naming no rank): the others get an error naming corrupt
     # shared state, not a wrong result.
@@ -709,6 +726,4 @@ if [ "$EXPECT_OFFLOAD" = 1 ]; then
     done
 fi
 
-echo "total time $(( $(date +%s) - start_all ))s"
-echo "$total_pass passed, $total_fail failed"
-[ "$total_fail" = 0 ]
+summary

@@ -114,7 +114,9 @@ static void *work(void *arg)
         if (0 == it % 16) {
             rc = MPI_Ibarrier(w->comm, &req);
             rc |= MPI_Wait(&req, MPI_STATUS_IGNORE);
-            wcheck(w, MPI_SUCCESS == rc, "MPI_Ibarrier", it);
+            if (MPI_SUCCESS != rc) {
+                wcheck(w, 0, "MPI_Ibarrier", it);
+            }
         }
     }
     MPI_Request_free(&preq);
@@ -135,8 +137,7 @@ int main(int argc, char **argv)
     me = t_wrank;
     np = t_wsize;
     if (provided < MPI_THREAD_MULTIPLE) {
-        t_note("t_nb_mt: MPI_THREAD_MULTIPLE not provided (%d): skipped\n", provided);
-        t_check(1, "skipped");
+        t_skip("t_nb_mt: MPI_THREAD_MULTIPLE not provided (%d)", provided);
         return t_finish();
     }
     t_note("t_nb_mt: %d ranks x %d threads, MPI_THREAD_MULTIPLE\n", np, NTHREADS);

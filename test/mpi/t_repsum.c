@@ -368,7 +368,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(node, &node_size);
     MPI_Comm_free(&node);
     if (np > 1 && node_size < np) {
-        t_note("  ranks disagreeing on the mode: skipped (the job spans nodes)\n");
+        t_skip("ranks disagreeing on the mode: the job spans nodes");
     } else if (np > 1) {
         /* Ranks disagreeing on the mode make calls of different signatures: an
          * argument mismatch on every rank once the NIC is set up, not a hang and

@@ -236,7 +236,12 @@ static void bound(void)
 {
     unsigned long long budget = 0;
     int have = t_cvar_read_ull("coll_offload_shm_budget", &budget);
-    t_check(have || !t_opt.expect_offload, "MPI_T cvar coll_offload_shm_budget not found");
+    if (t_opt.expect_offload) {
+        t_check(have, "MPI_T cvar coll_offload_shm_budget not found");
+    } else if (!have) {
+        t_skip("segments within the budget: no coll_offload_shm_budget (the component is not "
+               "there)");
+    }
     /* Communicators of every size, one at a time, each one's segment told apart by
      * its address; the world's first (the dups' set-up talks on it). */
     MPI_Barrier(MPI_COMM_WORLD);
@@ -257,8 +262,10 @@ static void bound(void)
             drive(comms[k], what);
             segment_list(&after);
             seg[k] = new_segment(&before, &after);
-            t_check(0 != seg[k] || !t_opt.expect_offload || 1 == size,
-                    "%s: no new coll_offload segment told apart in /proc/self/maps", what);
+            if (t_opt.expect_offload && size > 1) {
+                t_check(0 != seg[k], "%s: no new coll_offload segment told apart in "
+                        "/proc/self/maps", what);
+            }
         }
         MPI_Barrier(MPI_COMM_WORLD);
     }
@@ -338,7 +345,11 @@ static void cap(void)
     for (int k = 0; k < npv; k++) {
         have = have && pv[k].found;
     }
-    t_check(have || !t_opt.expect_offload, "the component's cvars/pvars are not there");
+    if (t_opt.expect_offload) {
+        t_check(have, "the component's cvars/pvars are not there");
+    } else if (!have) {
+        t_skip("the node-wide cap: the component's cvars/pvars are not there");
+    }
     if (!have) {
         t_pvars_close(pv, npv);
         return;
