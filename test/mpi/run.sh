@@ -103,11 +103,12 @@ summary() {
     [ "$total_fail" -eq 0 ]
 }
 
-# run NAME NP EXTRA_MPIRUN_ARGS PROGRAM_ARGS...
+# run NAME NP EXTRA_MPIRUN_ARGS PROGRAM_ARGS...: SUMMARIES=N when N ranks each
+# print their own summary line (they finish alone; default 1: rank 0's).
 run() {
     local prog=$1 np=$2 extra=$3
     shift 3
-    local log="$LOGDIR/$prog.np$np.log" t0 rc secs n p f s status
+    local log="$LOGDIR/$prog.np$np.log" t0 rc secs n p f s status want=${SUMMARIES:-1}
     t0=$(date +%s)
     # shellcheck disable=SC2086  # the argument strings are meant to be split
     timeout -k 15 "$TEST_TIMEOUT" $MPIRUN $MPIRUN_ARGS -np "$np" $COLL_SELECTION $extra \
@@ -123,6 +124,9 @@ EOF
         f=$((f + 1))
     elif [ "$n" = 0 ]; then
         status="CRASHED (exit $rc, no summary line)"
+        f=$((f + 1))
+    elif [ "$n" -lt "$want" ]; then
+        status="CRASHED (exit $rc, $n of $want summary lines)"
         f=$((f + 1))
     elif [ "$rc" != 0 ] && [ "$f" = 0 ] && [ "${ALLOW_RC:-0}" != 1 ]; then
         status="exit status $rc despite 0 failures"
@@ -440,7 +444,7 @@ if [ "${SUITE:-node}" = quick ]; then
     run t_repsum 3 "--mca coll_offload_repsum 1" world
     run t_repsum 4 ""
     if [ "$EXPECT_OFFLOAD" = 1 ]; then
-        TEST_TIMEOUT=60 ALLOW_RC=1 run t_fault 3 "--mca coll_offload_watchdog 0.5" \
+        TEST_TIMEOUT=60 ALLOW_RC=1 SUMMARIES=2 run t_fault 3 "--mca coll_offload_watchdog 0.5" \
             watchdog
     fi
     summary
@@ -678,18 +682,18 @@ if [ "$EXPECT_OFFLOAD" = 1 ]; then
     # A peer killed mid-collective and a late peer under the watchdog: the
     # others must return an error, not hang. The job itself ends abnormally
     # (a rank is gone, survivors cannot finalize), so mpirun's status is moot.
-    TEST_TIMEOUT=60 ALLOW_RC=1 run t_fault 3 "--enable-recovery" kill
-    TEST_TIMEOUT=60 ALLOW_RC=1 run t_fault 3 "--mca coll_offload_watchdog 0.5" \
+    TEST_TIMEOUT=60 ALLOW_RC=1 SUMMARIES=2 run t_fault 3 "--enable-recovery" kill
+    TEST_TIMEOUT=60 ALLOW_RC=1 SUMMARIES=2 run t_fault 3 "--mca coll_offload_watchdog 0.5" \
         watchdog
-    TEST_TIMEOUT=60 ALLOW_RC=1 run t_fault 3 "--enable-recovery" kill-nb
-    TEST_TIMEOUT=60 ALLOW_RC=1 run t_fault 3 "--mca coll_offload_watchdog 0.5" \
+    TEST_TIMEOUT=60 ALLOW_RC=1 SUMMARIES=2 run t_fault 3 "--enable-recovery" kill-nb
+    TEST_TIMEOUT=60 ALLOW_RC=1 SUMMARIES=2 run t_fault 3 "--mca coll_offload_watchdog 0.5" \
         watchdog-nb
     # A peer that writes what no correct rank writes (a board line ahead, a
     # poison mark naming no rank): the others get an error naming corrupt
     # shared state, not a wrong result.
-    TEST_TIMEOUT=60 ALLOW_RC=1 run t_corrupt 3 "" board
-    TEST_TIMEOUT=60 ALLOW_RC=1 run t_corrupt 3 "" board-nb
-    TEST_TIMEOUT=60 ALLOW_RC=1 run t_corrupt 3 "" poison
+    TEST_TIMEOUT=60 ALLOW_RC=1 SUMMARIES=2 run t_corrupt 3 "" board
+    TEST_TIMEOUT=60 ALLOW_RC=1 SUMMARIES=2 run t_corrupt 3 "" board-nb
+    TEST_TIMEOUT=60 ALLOW_RC=1 SUMMARIES=2 run t_corrupt 3 "" poison
     # Set-up and staging failures (coll_offload_inject), each step on a chosen
     # rank: still offloaded, on a named segment, every rank falling back alike,
     # or an MPI error on every rank within seconds; nothing left in /dev/shm.

@@ -34,22 +34,17 @@
  *     the communicator's name and cid, and two ranks of which one is the odd rank;
  *   - guard bytes before and after the receive buffer are untouched, and a rank
  *     whose call failed wrote nothing that its own arguments do not call for;
- *   - a later call on the broken communicator fails at once (no hang);
+ *   - a later call on the broken communicator fails (a hang is run.sh's timeout);
  *   - a correct allreduce (board and program sizes) on a fresh communicator
  *     works afterwards.
  * Every run is under mpirun with a timeout (run.sh): a hang counts as a failure.
- * Rank 0 prints "t_mismatch: N passed, M failed" (all ranks' checks).
+ * Rank 0 prints "t_mismatch: N passed, M failed, K skipped" (all ranks' checks,
+ * t_common.h).
  */
-#include <mpi.h>
+#include "t_common.h"
 #include "mpi_persist.h"
 
 #include <fcntl.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 enum { C_ALLREDUCE, C_REDUCE, C_BCAST, C_BARRIER };
 /* --strict (with coll_offload_check=1): every rank's mismatched blocking call itself
@@ -73,24 +68,7 @@ typedef struct {
 #define FILL 0xa5
 
 static int rank, size, odd;
-static long npass, nfail;
 static MPI_Op user_sum;
-
-static void check(int ok, const char *fmt, ...)
-{
-    if (ok) {
-        npass++;
-        return;
-    }
-    nfail++;
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stdout, "FAIL rank %d: ", rank);
-    vfprintf(stdout, fmt, ap);
-    fprintf(stdout, "\n");
-    fflush(stdout);
-    va_end(ap);
-}
 
 static void user_sum_fn(void *in, void *inout, int *len, MPI_Datatype *type)
 {
@@ -282,7 +260,7 @@ static void run_case(const char *what, int kind, const args_t *good, const args_
     char name[96];
     snprintf(name, sizeof(name), "mm-%s-%s", what, kind_names[kind]);
     MPI_Comm comm = fresh(name);
-    check(good_allreduce(comm, 2), "%s: the set-up allreduce failed", name);
+    t_check(good_allreduce(comm, 2), "%s: the set-up allreduce failed", name);
 
     int esize = mine->coll == C_BARRIER ? 1 : type_size(mine->type);
     size_t inner = (size_t) (mine->count > 0 ? mine->count : 0) * (size_t) esize;
@@ -306,10 +284,10 @@ static void run_case(const char *what, int kind, const args_t *good, const args_
     int strict = C_ALLREDUCE == good->coll || C_BARRIER == good->coll
                  || (strict_all && K_BLOCKING == kind);
     if (strict) {
-        check(MPI_SUCCESS != rc, "%s: the mismatched call returned MPI_SUCCESS", name);
+        t_check(MPI_SUCCESS != rc, "%s: the mismatched call returned MPI_SUCCESS", name);
     }
-    check(MPI_SUCCESS != rc || MPI_SUCCESS != rc2,
-          "%s: neither the mismatched call nor the next barrier returned an error", name);
+    t_check(MPI_SUCCESS != rc || MPI_SUCCESS != rc2,
+            "%s: neither the mismatched call nor the next barrier returned an error", name);
     char cname[64];
     snprintf(cname, sizeof(cname), "%s%s", K_NONBLOCKING == kind ? "MPI_I" : "MPI_",
              coll_names[mine->coll]);
@@ -317,25 +295,27 @@ static void run_case(const char *what, int kind, const args_t *good, const args_
         /* "MPI_Iallreduce" */
         cname[5] = (char) (cname[5] - 'A' + 'a');
     }
-    check(names_all(text, MPI_SUCCESS != rc ? cname : NULL, name),
-          "%s: no message naming %s, the communicator and the ranks (%d among them); got:\n%s",
-          name, MPI_SUCCESS != rc ? cname : "a collective", odd, text);
+    t_check(names_all(text, MPI_SUCCESS != rc ? cname : NULL, name),
+            "%s: no message naming %s, the communicator and the ranks (%d among them); "
+            "got:\n%s",
+            name, MPI_SUCCESS != rc ? cname : "a collective", odd, text);
     if (good->coll != bad->coll && NULL != strstr(text, "argument mismatch")) {
         /* calls out of order: the message cites the rule */
-        check(NULL != strstr(text, "MPI-4.0 section 6.12"),
-              "%s: the mismatch message does not cite the ordering rule; got:\n%s", name, text);
+        t_check(NULL != strstr(text, "MPI-4.0 section 6.12"),
+                "%s: the mismatch message does not cite the ordering rule; got:\n%s", name,
+                text);
     }
-    check(guards_intact(rbuf, inner), "%s: bytes outside the receive buffer were written",
-          name);
+    t_check(guards_intact(rbuf, inner), "%s: bytes outside the receive buffer were written",
+            name);
     if (C_BCAST == mine->coll && root_here) {
-        check(0 == memcmp(rbuf + GUARD, sbuf, inner), "%s: the bcast root's buffer changed",
-              name);
+        t_check(0 == memcmp(rbuf + GUARD, sbuf, inner), "%s: the bcast root's buffer changed",
+                name);
     }
     /* The communicator is broken for good: a later call fails at once. */
     double t0 = MPI_Wtime();
     int rc3 = MPI_Barrier(comm);
-    check(MPI_SUCCESS != rc3, "%s: a later barrier on the broken communicator succeeded", name);
-    check(MPI_Wtime() - t0 < 5.0, "%s: the later barrier took %.1f s", name, MPI_Wtime() - t0);
+    t_check(MPI_SUCCESS != rc3, "%s: a later barrier on the broken communicator succeeded "
+            "(after %.1f s)", name, MPI_Wtime() - t0);
     MPI_Comm_free(&comm);
     free(rbuf);
     free(sbuf);
@@ -343,34 +323,39 @@ static void run_case(const char *what, int kind, const args_t *good, const args_
     /* A fresh communicator works. */
     snprintf(name, sizeof(name), "mm-after-%s-%s", what, kind_names[kind]);
     comm = fresh(name);
-    check(good_allreduce(comm, 2) && good_allreduce(comm, 1024) && good_allreduce(comm, 2),
-          "%s: a correct allreduce on a fresh communicator failed", name);
+    t_check(good_allreduce(comm, 2) && good_allreduce(comm, 1024) && good_allreduce(comm, 2),
+            "%s: a correct allreduce on a fresh communicator failed", name);
     MPI_Comm_free(&comm);
 }
 
 int main(int argc, char **argv)
 {
-    int quick = 0, tiny = 0, policy = 0;
+    int tiny = 0, policy = 0, kept = 1;
+    /* this program's own options; t_init reads the rest (--quick, -v) */
     for (int i = 1; i < argc; ++i) {
-        quick |= 0 == strcmp(argv[i], "--quick");
+        int own = 0 == strcmp(argv[i], "--tiny") || 0 == strcmp(argv[i], "--policy")
+                  || 0 == strcmp(argv[i], "--strict");
         tiny |= 0 == strcmp(argv[i], "--tiny");
         policy |= 0 == strcmp(argv[i], "--policy");
         strict_all |= 0 == strcmp(argv[i], "--strict");
+        if (!own) {
+            argv[kept++] = argv[i];
+        }
     }
+    argc = kept;
     policy |= strict_all;
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    /* Open MPI 4.1 raises errors of collective requests on MPI_COMM_WORLD's handler. */
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    /* (MPI_ERRORS_RETURN on MPI_COMM_WORLD too: Open MPI 4.1 raises errors of
+     * collective requests on its handler.) */
+    t_init(&argc, &argv, "t_mismatch");
+    int quick = t_opt.quick;
+    rank = t_wrank;
+    size = t_wsize;
     odd = size - 1;
     MPI_Op_create(user_sum_fn, 1, &user_sum);
     if (size < 2) {
-        if (0 == rank) {
-            printf("t_mismatch: 0 passed, 0 failed (needs 2 ranks)\n");
-        }
-        MPI_Finalize();
-        return 0;
+        t_skip("every case: needs 2 ranks");
+        MPI_Op_free(&user_sum);
+        return t_finish();
     }
 
     /* board size (8 B) and program size (4 KiB) */
@@ -457,18 +442,6 @@ int main(int argc, char **argv)
         }
     }
 
-    long mine[2] = { npass, nfail }, *all = malloc(sizeof(long) * 2 * (size_t) size);
-    MPI_Allgather(mine, 2, MPI_LONG, all, 2, MPI_LONG, MPI_COMM_WORLD);
-    long p = 0, f = 0;
-    for (int r = 0; r < size; ++r) {
-        p += all[2 * r];
-        f += all[2 * r + 1];
-    }
-    free(all);
     MPI_Op_free(&user_sum);
-    MPI_Finalize();
-    if (0 == rank) {
-        printf("t_mismatch: %ld passed, %ld failed\n", p, f);
-    }
-    return 0;
+    return t_finish();
 }
