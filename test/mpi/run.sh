@@ -28,8 +28,9 @@
 #
 # Prints one line per run and finally exactly "N passed, M failed, K skipped"
 # (sums over all runs of their "PROG: N passed, M failed, K skipped" lines; a run
-# that crashes, times out or prints no summary counts as one failure).  Exit
-# status is nonzero if anything failed.
+# that crashes, times out or prints no summary counts as one failure; a run left
+# out, e.g. one that needs EXPECT_OFFLOAD=1, as one skipped, with a [skip] line
+# saying why).  Exit status is nonzero if anything failed.
 set -u
 
 BINDIR=${1:-$(cd "$(dirname "$0")" && pwd)}
@@ -96,6 +97,24 @@ skipped() {
     [ "$1" = 0 ] || printf ', %s skipped' "$1"
 }
 
+# skip_begin WHY ... skip_end: the runs between them are not made, each counted as
+# one skipped (run, run_inject, run_kill), and one [skip] line says how many and why.
+SKIP_WHY=""
+skip_begin() {
+    SKIP_WHY=$1
+    skip_at=$total_skip
+}
+skip_end() {
+    echo "[skip]   $((total_skip - skip_at)) runs: $SKIP_WHY"
+    SKIP_WHY=""
+}
+
+# skip_now: in a skip_begin block, counts this run as skipped (status 0: skip it).
+skip_now() {
+    [ -n "$SKIP_WHY" ] || return 1
+    total_skip=$((total_skip + 1))
+}
+
 # The last line of a suite, and its status.
 summary() {
     echo "total time $(( $(date +%s) - start_all ))s"
@@ -109,6 +128,7 @@ run() {
     local prog=$1 np=$2 extra=$3
     shift 3
     local log="$LOGDIR/$prog.np$np.log" t0 rc secs n p f s status want=${SUMMARIES:-1}
+    skip_now && return
     t0=$(date +%s)
     # shellcheck disable=SC2086  # the argument strings are meant to be split
     timeout -k 15 "$TEST_TIMEOUT" $MPIRUN $MPIRUN_ARGS -np "$np" $COLL_SELECTION $extra \
@@ -214,6 +234,7 @@ run_inject() {
     local np=$1 inject=$2 mode=$3
     local log="$LOGDIR/t_setup_fail.np$np.$mode.$(echo "$inject" | tr ':,' '__').log"
     local t0 rc secs n p f s
+    skip_now && return
     t0=$(date +%s)
     # shellcheck disable=SC2086
     timeout -k 15 "$TEST_TIMEOUT" $MPIRUN $MPIRUN_ARGS -np "$np" $COLL_SELECTION \
@@ -247,6 +268,7 @@ EOF
 run_kill() {
     local np=$1 inject=$2 window=${3:-}
     local log="$LOGDIR/t_setup_fail.np$np.kill.$(echo "$inject" | tr ':,' '__').log" t0 rc secs pid0 why=""
+    skip_now && return
     t0=$(date +%s)
     # shellcheck disable=SC2086
     timeout -k 15 60 $MPIRUN $MPIRUN_ARGS -np "$np" $COLL_SELECTION \
@@ -443,10 +465,10 @@ if [ "${SUITE:-node}" = quick ]; then
     # a function of the data alone, the same under every Open MPI version).
     run t_repsum 3 "--mca coll_offload_repsum 1" world
     run t_repsum 4 ""
-    if [ "$EXPECT_OFFLOAD" = 1 ]; then
-        TEST_TIMEOUT=60 ALLOW_RC=1 SUMMARIES=2 run t_fault 3 "--mca coll_offload_watchdog 0.5" \
-            watchdog
-    fi
+    [ "$EXPECT_OFFLOAD" = 1 ] || skip_begin "the watchdog needs the component (EXPECT_OFFLOAD=1)"
+    TEST_TIMEOUT=60 ALLOW_RC=1 SUMMARIES=2 run t_fault 3 "--mca coll_offload_watchdog 0.5" \
+        watchdog
+    [ -z "$SKIP_WHY" ] || skip_end
     summary
     exit
 fi
@@ -657,10 +679,15 @@ if [ "$EXPECT_OFFLOAD" = 1 ]; then
     cp "$LOGDIR/t_coll.np3.log" "$rules_dir/tuned.log"
     rules_says "$rules_dir/tuned.log" "tuned.conf line [0-9]* in force: allreduce 3 policy="
 else
-    echo "[skip]   tuner: needs the component (EXPECT_OFFLOAD=1)"
+    # the tuner's run and file, the run of t_coll by its file and what that says
+    echo "[skip]   3 runs and checks: the tuner needs the component (EXPECT_OFFLOAD=1)"
+    total_skip=$((total_skip + 3))
 fi
 run t_repsum 4 ""
-if [ "$EXPECT_OFFLOAD" = 1 ]; then
+# (Without the component every run below is counted as skipped, not made.)
+[ "$EXPECT_OFFLOAD" = 1 ] || skip_begin "argument mismatch, faults, a corrupt peer, set-up \
+failures and kills need the component (EXPECT_OFFLOAD=1)"
+{
     # Ranks passing different arguments to one call (op, datatype, count, root,
     # collective; every form): an error on every rank, never a hang (the
     # timeout: a few seconds each when right), a wrong answer or a stray write.
@@ -728,6 +755,7 @@ if [ "$EXPECT_OFFLOAD" = 1 ]; then
         fi
         run_kill "$np" "proc:$last,name:0:kill" window
     done
-fi
+}
+[ -z "$SKIP_WHY" ] || skip_end
 
 summary
