@@ -723,7 +723,7 @@ failures and kills need the component (EXPECT_OFFLOAD=1)"
     TEST_TIMEOUT=60 ALLOW_RC=1 SUMMARIES=2 run t_corrupt 3 "" poison
     # Set-up and staging failures (coll_offload_inject), each step on a chosen
     # rank: still offloaded, on a named segment, every rank falling back alike,
-    # or an MPI error on every rank within seconds; nothing left in /dev/shm.
+    # or an MPI error on every rank (not a hang); nothing left in /dev/shm.
     for np in 2 4; do
         last=$((np - 1))
         TEST_TIMEOUT=60 run_inject "$np" probe:$last offload

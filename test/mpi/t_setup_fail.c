@@ -15,18 +15,19 @@
  *   t_setup_fail fallback  every rank falls back alike: results right, the
  *                          fallback counter rises, nothing stays mapped
  *   t_setup_fail error     the first call returns an MPI error on every rank
- *                          within seconds (the agreement failed on one rank);
- *                          later calls fall back and are right
+ *                          (the agreement failed on one rank); later calls
+ *                          fall back and are right
  *   t_setup_fail stage     a non-contiguous MPI_Bcast whose staging allocation
  *   t_setup_fail stage-nb  fails on one rank (MPI_Ibcast + MPI_Wait): every rank
- *                          gets an MPI error within seconds, in that call or in
- *                          the next one on the communicator
+ *                          gets an MPI error, in that call or in the next one
+ *                          on the communicator
  *   t_setup_fail kill      a rank SIGKILLs itself during set-up; the job dies
  *                          (run.sh checks that it ends and leaves no file)
  *
  * In every mode except kill, collectives on a communicator made afterwards are
  * offloaded and right, and rank 0 (the only rank that ever names a segment)
- * finds no /dev/shm entry of its own, during set-up or after.
+ * finds no /dev/shm entry of its own, during set-up or after. An error must come,
+ * not a hang (run.sh's timeout); how long it and the set-up took is printed.
  * Rank 0 prints "t_setup_fail: pid0 N" first, for run.sh's check after a kill.
  */
 #include "t_common.h"
@@ -225,7 +226,7 @@ int main(int argc, char **argv)
         double waited = MPI_Wtime() - t0;
         t_check(MPI_SUCCESS != rc, "the first call succeeded (sum %ld) although the "
                 "agreement failed on a rank", s);
-        t_check(waited < 5.0, "the error took %.2f s", waited);
+        t_note("  the first call's error came after %.2f s on rank 0\n", waited);
     } else {
         check_allreduce(victim, "first allreduce");
         if (m_kill) {
@@ -250,7 +251,7 @@ int main(int argc, char **argv)
                     "not on an anonymous segment");
         }
     }
-    t_check(waited < 5.0, "set-up took %.2f s", waited);
+    t_note("  set-up and the first call: %.2f s on rank 0\n", waited);
     if (0 == rank) {
         t_check(0 == own_shm_files(), "a named segment is left in /dev/shm after set-up");
     }
@@ -272,7 +273,7 @@ int main(int argc, char **argv)
         waited = MPI_Wtime() - t0;
         t_check(MPI_SUCCESS != rc || MPI_SUCCESS != rc2,
                 "no error on this rank although another's staging failed");
-        t_check(waited < 5.0, "the error took %.2f s", waited);
+        t_note("  the staging error came after %.2f s on rank 0\n", waited);
         MPI_Type_free(&t);
         t_section_end();
     }
