@@ -9,8 +9,10 @@
 # offload and without, test/mpich/run.sh), the multi-node MPI tests on
 # hosts made of network namespaces (root only), and the unit and MPI tests again
 # against Open MPI 5.0 in a Debian 13 root (root only).
-# Last line: "N passed, M failed" (unit test programs + fuzz harnesses +
-# simulator checks + sanitizer checks + MPI checks + MPICH tests + the /dev/shm check).
+# Last line: "N passed, M failed, K skipped" (unit test programs + fuzz harnesses +
+# simulator checks + sanitizer checks + MPI checks + MPICH tests + the /dev/shm check;
+# skipped: what a part left out and said why, and the parts that need root when not
+# run as root, or that were turned off).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -29,11 +31,14 @@ echo "== call cycles between files (contrib/call-cycles.sh: src/, and ompi/ with
 tally_part sh contrib/call-cycles.sh
 
 echo "== unit tests (src/, no MPI)"
+# (a previous run's logs must not be read as this one's)
+rm -f test/unit/test-suite.log test/unit/test_*.log test/unit/test_*.trs
 make -s check > /tmp/ofl-unit.$$.log 2>&1
+unit_status=$?
 for t in test/unit/test_*.log; do
     [ -f "$t" ] && cat "$t"
 done
-tally_unit test/unit/test-suite.log /tmp/ofl-unit.$$.log
+tally_unit test/unit/test-suite.log /tmp/ofl-unit.$$.log "$unit_status"
 rm -f /tmp/ofl-unit.$$.log
 
 echo "== fuzzing (libFuzzer harnesses of the readers, ${FUZZ_SECONDS:-15} s each)"
@@ -68,7 +73,7 @@ echo "== Open MPI 5.0 (a Debian 13 root)"
 if [ "$(id -u)" -eq 0 ] && [ "${OFL_SKIP_OMPI5:-0}" != 1 ]; then
     OMPI5_SUITE=${OMPI5_SUITE:-quick} tally_part bash contrib/run-tests-ompi5.sh "$top/test/mpi"
 else
-    echo "skipped (needs root, or OFL_SKIP_OMPI5=1)"
+    tally_skipped "Open MPI 5.0 (needs root, or OFL_SKIP_OMPI5=1)"
 fi
 
 shm_after=$(ls /dev/shm 2>/dev/null | grep -c coll_offload || true)

@@ -43,8 +43,8 @@
 # stock's (both pass, both fail, or only offload passes), failed if only stock passes.
 # Entries that cannot run here (program not built against this Open MPI, duplicate
 # after clipping, unsupported attribute) and clipped entries that fail with both
-# (the program does not run at that size) are listed as skipped and not counted.
-# Last line: exactly "N passed, M failed".
+# (the program does not run at that size) are listed and counted as skipped.
+# Last line: exactly "N passed, M failed, K skipped".
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -327,5 +327,5 @@ if [ -n "$MARKDOWN" ]; then
     echo "mpich: table written to $MARKDOWN"
 fi
 [ "$failed" = 0 ] && [ -n "$made_build" ] && rm -rf "$BUILD"
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $n_skip skipped"
 [ "$failed" = 0 ]
