@@ -539,6 +539,7 @@ static void test_early_stop(void)
 
 int main(void)
 {
+    unit_timeout("test_agent", 60);
     test_lazy_and_work();
     test_sleep();
     test_exclusive();

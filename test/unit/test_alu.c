@@ -701,6 +701,7 @@ static void test_names_and_sizes(void)
 
 int main(void)
 {
+    unit_timeout("test_alu", 60);
     test_names_and_sizes();
     test_wraparound();
     test_loc_ties();

@@ -612,6 +612,7 @@ static void test_rooted_ahead(void)
 
 int main(void)
 {
+    unit_timeout("test_board", 60);
     test_results();
     test_spanning();
     test_faults();

@@ -656,6 +656,7 @@ static void test_native(int n)
 
 int main(void)
 {
+    unit_timeout("test_ofi", 120);
     test_counters();
     for (int n = 2; n <= MAXR; ++n) {
         test_allreduce(n, OFL_SCHED_TREE, 1, 20);

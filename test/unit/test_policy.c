@@ -32,6 +32,7 @@ static void bad(const char *text)
 
 int main(void)
 {
+    unit_timeout("test_policy", 60);
     good("tree", 1, (ofl_alg_t[]) { OFL_ALG_TREE }, (uint64_t[]) { UINT64_MAX });
     good("exchange:1024,tree", 2, (ofl_alg_t[]) { OFL_ALG_EXCHANGE, OFL_ALG_TREE },
          (uint64_t[]) { 1024, UINT64_MAX });

@@ -932,6 +932,7 @@ static void test_vector_equals_reference(void)
 
 int main(void)
 {
+    unit_timeout("test_repsum", 60);
     test_orders_and_reference();
     test_floats();
     test_special_values();

@@ -321,6 +321,7 @@ static void test_results(void)
 
 int main(void)
 {
+    unit_timeout("test_sim", 60);
     test_two_levels();
     test_three_levels();
     test_node();

@@ -518,6 +518,7 @@ static void test_softnic_byref(void)
 
 int main(void)
 {
+    unit_timeout("test_softnic", 60);
     test_anon();
     test_named_last_unlinks();
     test_softnic_api();

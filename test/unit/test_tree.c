@@ -233,6 +233,7 @@ static void check_invalid(void)
 
 int main(void)
 {
+    unit_timeout("test_tree", 60);
     static const int kary_radix[] = { 1, 2, 3, 4, 5, 6, 7, 8, 64 };
     for (size_t i = 0; i < sizeof(kary_radix) / sizeof(kary_radix[0]); ++i) {
         for (int size = 1; size <= MAX_SIZE; ++size) {

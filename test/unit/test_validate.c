@@ -437,6 +437,7 @@ static void test_ofi_counters(void)
 
 int main(void)
 {
+    unit_timeout("test_validate", 60);
     test_stamps();
     test_credits();
     test_poison();

@@ -6,9 +6,12 @@
  * with file:line, exit non-zero when anything failed. */
 #ifndef OFL_UNIT_H
 #define OFL_UNIT_H
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 /* Atomic: threads the tests start (the progress agent's callbacks, the
  * simulated ranks) check too. */
@@ -42,5 +45,28 @@ static inline unsigned unit_time_limit(unsigned secs)
     const char *scale = getenv("OFL_UNIT_TIME_SCALE");
     int k = NULL != scale ? atoi(scale) : 1;
     return k > 1 ? secs * (unsigned) k : secs;
+}
+
+static const char *unit_timeout_name = "unit test";
+
+/* SIGALRM: says so on stderr, then dies of the signal (its default action). */
+static inline void unit_timeout_fired(int sig)
+{
+    static const char said[] = ": timed out (unit_timeout), killed by SIGALRM\n";
+    ssize_t n = write(2, unit_timeout_name, strlen(unit_timeout_name));
+    n = write(2, said, sizeof(said) - 1);
+    (void) n;
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* Every test program arms this first: after SECS (scaled, unit_time_limit) it is
+ * killed by SIGALRM, so a deadlock or a wait that never ends fails the test
+ * instead of hanging make check. */
+static inline void unit_timeout(const char *name, unsigned secs)
+{
+    unit_timeout_name = name;
+    signal(SIGALRM, unit_timeout_fired);
+    alarm(unit_time_limit(secs));
 }
 #endif
