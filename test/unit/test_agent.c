@@ -10,23 +10,29 @@
  *             handle set; the thread reports itself ready;
  *   work      posted work is executed by the agent alone while the main thread
  *             only sleeps, and the pending count returns to zero;
- *   sleep     with nothing outstanding the agent sleeps: the process uses no CPU
- *             while the main thread sleeps, and a later post wakes it promptly;
+ *   sleep     with nothing outstanding the agent sleeps: it runs no round while
+ *             the main thread sleeps, and a later post wakes it;
  *   exclusive the agent and several host threads run rounds and try items
  *             concurrently; no item's callback is ever entered twice at once;
  *   remove    after ofl_agent_remove() returns the callback is never run again
  *             by the agent, even while work is still counted as pending;
  *   stop      fini joins a polling agent and a sleeping one;
  *   nap       with nap_ns set, an agent waiting on work it cannot advance naps
- *             between rounds: it still finishes the work, using little CPU;
- *   bell      an agent sleeping (naps of 5 s) on an item's doorbell is woken
- *             by a ring as soon as the awaited data arrives, over many
- *             arrivals racing with its going to sleep (no lost wake-up), and
- *             it does not poll meanwhile;
- *   kick      ofl_agent_kick() ends the agent's long lingering sleep at once;
+ *             between rounds: it still finishes the work;
+ *   bell      an agent sleeping (naps of 30 s) on an item's doorbell is woken
+ *             by a ring when the awaited data arrives (long before its nap
+ *             would end), over many arrivals racing with its going to sleep
+ *             (no lost wake-up), and it does not poll meanwhile;
+ *   kick      ofl_agent_kick() ends the agent's long lingering sleep (naps of
+ *             30 s), and so does fini;
  *   early     an agent stopped right after its start (a job that finalizes
  *             right after its first nonblocking call), many times over: fini
  *             joins it whether or not it ever ran, and it is ready after.
+ *
+ * How fast things happen (wake-up latencies, CPU time of an idle or napping
+ * agent, rounds per nap) is printed, not judged: a loaded machine would fail
+ * such a bound. What is checked is that they happen; a wait that never ends is
+ * unit_timeout's failure, and the waits below give up after seconds.
  */
 #include "engine/agent.h"
 #include "unit.h"
@@ -133,6 +139,32 @@ static int wait_finished(work_t *w, long want, double timeout)
     return 1;
 }
 
+/* Waits (up to `timeout` s) until *flag is nonzero: 1 if it became so. */
+static int wait_flag(atomic_int *flag, double timeout)
+{
+    double t0 = now_s();
+    while (0 == atomic_load(flag)) {
+        if (now_s() - t0 > timeout) {
+            return 0;
+        }
+        sleep_ms(1);
+    }
+    return 1;
+}
+
+/* Waits (up to `timeout` s) until *count exceeds `than`: 1 if it did. */
+static int wait_above(atomic_ulong *count, unsigned long than, double timeout)
+{
+    double t0 = now_s();
+    while (atomic_load(count) <= than) {
+        if (now_s() - t0 > timeout) {
+            return 0;
+        }
+        sleep_ms(1);
+    }
+    return 1;
+}
+
 static pthread_t hook_thread;
 static atomic_int hook_calls;
 static ofl_agent_t *hook_agent;
@@ -202,14 +234,13 @@ static void test_sleep(void)
     CHECK(0 == ofl_agent_start(&a, NULL, NULL), "start");
     work_post(&w, 1);
     CHECK(wait_finished(&w, 1, 5.0), "first unit");
-    sleep_ms(20);   /* let the agent go back to sleep */
+    CHECK(wait_flag(&a.sleeping, 5.0), "the agent went back to sleep");
 
     unsigned long rounds0 = atomic_load(&a.rounds);
     double c0 = cpu_s();
     sleep_ms(300);
     double used = cpu_s() - c0;
     unsigned long rounds1 = atomic_load(&a.rounds);
-    CHECK(used < 0.03, "idle agent used %.3f s of CPU in 0.3 s", used);
     CHECK(rounds1 == rounds0, "idle agent ran %lu rounds", rounds1 - rounds0);
 
     unsigned long sleeps0 = atomic_load(&a.sleeps);
@@ -217,9 +248,8 @@ static void test_sleep(void)
     work_post(&w, 1);
     CHECK(wait_finished(&w, 2, 5.0), "woken agent finished the unit");
     double lat = now_s() - t0;
-    CHECK(lat < 0.5, "wake-up took %.3f s", lat);
-    sleep_ms(20);
-    CHECK(atomic_load(&a.sleeps) > sleeps0, "agent went back to sleep");
+    CHECK(wait_above(&a.sleeps, sleeps0, 5.0), "agent went back to sleep");
+    printf("agent: idle, %.3f s of CPU in 0.3 s; wake-up to done %.3f s\n", used, lat);
 
     ofl_agent_remove(&a, &w.item);
     ofl_agent_fini(&a);
@@ -324,15 +354,18 @@ static void test_remove_and_stop(void)
     /* fini with work pending: joins a polling agent. */
     t0 = now_s();
     ofl_agent_fini(&a);
-    CHECK(now_s() - t0 < 2.0, "stop of a polling agent took %.2f s", now_s() - t0);
+    double polling = now_s() - t0;
+    CHECK(!ofl_agent_started(&a), "fini stopped a polling agent");
 
     /* And a sleeping one. */
     ofl_agent_init(&a);
     CHECK(0 == ofl_agent_start(&a, NULL, NULL), "start");
-    sleep_ms(10);
+    CHECK(wait_flag(&a.sleeping, 5.0), "the started agent went to sleep");
     t0 = now_s();
     ofl_agent_fini(&a);
-    CHECK(now_s() - t0 < 2.0, "stop of a sleeping agent took %.2f s", now_s() - t0);
+    CHECK(!ofl_agent_started(&a), "fini stopped a sleeping agent");
+    printf("agent: fini of a polling agent %.3f s, of a sleeping one %.3f s\n", polling,
+           now_s() - t0);
 
     /* fini without start. */
     ofl_agent_init(&a);
@@ -380,12 +413,11 @@ static void test_nap(void)
     while (!atomic_load(&t.done) && now_s() - t0 < 5.0) {
         sleep_ms(1);
     }
-    double used = cpu_s() - c0;
+    double used = cpu_s() - c0, took = now_s() - t0;
     CHECK(atomic_load(&t.done), "napping agent finished the unit");
-    CHECK(used < 0.05, "napping agent used %.3f s of CPU over 0.1 s", used);
-    /* At most one round per nap (plus the yielding ones), not a busy poll. */
-    CHECK(atomic_load(&t.calls) < 1000, "napping agent polled %ld times in 0.1 s",
-          (long) atomic_load(&t.calls));
+    /* At most one round per nap (plus the yielding ones) would be about 500. */
+    printf("agent: napping (0.2 ms) for %.3f s: %ld polls, %.3f s of CPU\n", took,
+           (long) atomic_load(&t.calls), used);
     ofl_agent_remove(&a, &t.item);
     ofl_agent_fini(&a);
 }
@@ -442,7 +474,7 @@ static void test_bell(void)
 {
     ofl_agent_t a;
     ofl_agent_init(&a);
-    a.nap_ns = 5000000000L;   /* only a ring can end a sleep in time */
+    a.nap_ns = 30000000000L;   /* only a ring ends a sleep before the waits below give up */
     bell_t b;
     memset(&b, 0, sizeof(b));
     ofl_agent_item_init(&b.item, bell_progress);
@@ -454,17 +486,20 @@ static void test_bell(void)
 
     /* One arrival long after the agent went to sleep. */
     ofl_agent_post(&a, 1);
+    double t_arm = now_s();
+    while (1 != atomic_load(&b.armed) && now_s() - t_arm < 5.0) {
+        sleep_ms(1);
+    }
+    CHECK(1 == atomic_load(&b.armed), "agent sleeps armed");
     sleep_ms(50);
     long calls0 = atomic_load(&b.calls);
-    CHECK(1 == atomic_load(&b.armed), "agent sleeps armed");
     sleep_ms(50);
     CHECK(atomic_load(&b.calls) == calls0, "armed agent polled %ld times while asleep",
           atomic_load(&b.calls) - calls0);
     double t0 = now_s();
     bell_deliver(&b);
-    CHECK(wait_consumed(&b, 1, 2.0), "rung agent consumed the arrival");
+    CHECK(wait_consumed(&b, 1, 10.0), "rung agent consumed the arrival");
     double lat = now_s() - t0;
-    CHECK(lat < 0.5, "ring to consumption took %.3f s", lat);
 
     /* Arrivals racing with the agent's arming and last look. */
     unsigned seed = 12345;
@@ -475,9 +510,10 @@ static void test_bell(void)
         for (volatile unsigned spin = 0; spin < (seed >> 16) % 20000; ++spin) {
         }
         bell_deliver(&b);
-        lost = !wait_consumed(&b, i, 2.0);
-        CHECK(!lost, "arrival %ld not consumed within 2 s (a lost wake-up)", i);
+        lost = !wait_consumed(&b, i, 10.0);
+        CHECK(!lost, "arrival %ld not consumed within 10 s of a 30 s nap (a lost wake-up)", i);
     }
+    printf("agent: ring to consumption %.3f s\n", lat);
     CHECK(0 == ofl_agent_pending(&a), "pending zero (%ld)", ofl_agent_pending(&a));
     ofl_agent_remove(&a, &b.item);
     CHECK(0 == atomic_load(&b.armed), "remove disarms the bell");
@@ -488,8 +524,8 @@ static void test_kick(void)
 {
     ofl_agent_t a;
     ofl_agent_init(&a);
-    a.linger_ns = 20000000000L;        /* 20 s awake after the last work ... */
-    a.linger_nap_ns = 10000000000L;    /* ... in naps of 10 s */
+    a.linger_ns = 60000000000L;        /* 60 s awake after the last work ... */
+    a.linger_nap_ns = 30000000000L;    /* ... in naps of 30 s */
     work_t w;
     work_init(&w, &a, 3);
     ofl_agent_add(&a, &w.item);
@@ -498,18 +534,21 @@ static void test_kick(void)
     work_post(&w, 1);
     CHECK(0 == ofl_agent_start(&a, NULL, NULL), "start");
     CHECK(wait_finished(&w, 1, 5.0), "first unit");
-    sleep_ms(20);   /* now in a 10 s nap */
+    sleep_ms(20);   /* now in a 30 s nap */
     double t0 = now_s();
     atomic_fetch_add(&w.units, 1);
     ofl_agent_count_in(&a, 1);
     ofl_agent_kick(&a);
-    CHECK(wait_finished(&w, 2, 5.0), "kicked agent finished the unit");
+    CHECK(wait_finished(&w, 2, 10.0), "kicked agent finished the unit within 10 s of a 30 s "
+          "nap");
     double lat = now_s() - t0;
-    CHECK(lat < 0.5, "kick to completion took %.3f s", lat);
     ofl_agent_remove(&a, &w.item);
     t0 = now_s();
     ofl_agent_fini(&a);
-    CHECK(now_s() - t0 < 1.0, "fini ended the agent's long nap (%.3f s)", now_s() - t0);
+    double fini = now_s() - t0;
+    /* (not a speed bound: waiting out the nap would take 30 s) */
+    CHECK(fini < 10.0, "fini waited out the agent's 30 s nap (%.3f s)", fini);
+    printf("agent: kick to completion %.3f s, fini of a napping agent %.3f s\n", lat, fini);
 }
 
 static void test_early_stop(void)
