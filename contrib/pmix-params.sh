@@ -82,7 +82,7 @@ for f in $files; do
             echo "  make install comments that line out (it names PMIx's default plugin directory,"
             echo "  so PMIx is unaffected); make uninstall puts it back."
         else
-            echo "  make install cannot safely change it: see the README (Open MPI 5)."
+            echo "  make install cannot safely change it: see docs/building.md (Open MPI 5)."
         fi
         continue
     fi
