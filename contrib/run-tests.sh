@@ -7,8 +7,10 @@
 # and an MPI smoke run under the sanitizers (contrib/run-sanitizers.sh), the MPI
 # tests under mpirun with the installed component, MPICH's collective tests (with
 # offload and without, test/mpich/run.sh), the multi-node MPI tests on
-# hosts made of network namespaces (root only), and the unit and MPI tests again
-# against Open MPI 5.0 in a Debian 13 root (root only).
+# hosts made of network namespaces (root only), and the unit, MPI and MPICH tests
+# again against the other Open MPI in a root of the other Debian release (root only,
+# contrib/run-tests-other-ompi.sh): on Debian 12 (Open MPI 4.1), Open MPI 5.0 in a
+# Debian 13 root; on Debian 13 (Open MPI 5.0), Open MPI 4.1 in a Debian 12 root.
 # Last line: "N passed, M failed, K skipped" (unit test programs + fuzz harnesses +
 # simulator checks + sanitizer checks + MPI checks + MPICH tests + the /dev/shm check;
 # skipped: what a part left out and said why, and the parts that need root when not
@@ -17,6 +19,7 @@ set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 sh contrib/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
+ompi_ver=$(ompi_info --version 2>/dev/null | sed -n 's/^Open MPI v\{0,1\}\([0-9]*\.[0-9]*\).*/\1/p' | head -1)
 
 . "$top/contrib/tally.sh"
 
@@ -54,12 +57,13 @@ tally_part sh contrib/run-sanitizers.sh
 
 echo "== MPI tests"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# Stock Open MPI 4.1's op/avx saturates 8/16-bit integer sums (open-mpi/ompi#8045); the
-# tests check the library's own MPI_Reduce_local too, and fallback calls use it.
+# Stock Open MPI's op/avx (4.1 and 5.0) saturates 8/16-bit integer sums
+# (open-mpi/ompi#8045); the tests check the library's own MPI_Reduce_local too, and
+# fallback calls use it.
 export EXPECT_OFFLOAD=1 COLL_SELECTION="--mca op ^avx"
 tally_part bash test/mpi/run.sh "$top/test/mpi"
 
-echo "== MPICH collective tests (Open MPI 4.1)"
+echo "== MPICH collective tests (Open MPI $ompi_ver)"
 # MPICH's test/mpi/coll (Debian's mpich source, fetched once into /var/cache/coll-offload)
 # with offload and with stock Open MPI: each test must do with offload as well as without.
 tally_part bash test/mpich/run.sh
@@ -73,13 +77,17 @@ else
     tally_part env OFL_CLUSTER_OPTIONAL=1 bash test/mpi/run-cluster.sh "$top/test/mpi"
 fi
 
-# The same tree against Open MPI 5.0 in a Debian 13 root (root only: debootstrap,
-# chroot; OFL_SKIP_OMPI5=1 leaves it out).
-echo "== Open MPI 5.0 (a Debian 13 root)"
-if [ "$(id -u)" -eq 0 ] && [ "${OFL_SKIP_OMPI5:-0}" != 1 ]; then
-    OMPI5_SUITE=${OMPI5_SUITE:-quick} tally_part bash contrib/run-tests-ompi5.sh "$top/test/mpi"
+# The same tree against the other Open MPI in a root of the other Debian release (root
+# only: debootstrap, chroot; OFL_SKIP_OTHER_OMPI=1, or its old name OFL_SKIP_OMPI5=1,
+# leaves it out).
+case $ompi_ver in
+    4.*) echo "== Open MPI 5.0 (a Debian 13 root)" ;;
+    *) echo "== Open MPI 4.1 (a Debian 12 root)" ;;
+esac
+if [ "$(id -u)" -eq 0 ] && [ "${OFL_SKIP_OTHER_OMPI:-${OFL_SKIP_OMPI5:-0}}" != 1 ]; then
+    OTHER_SUITE=${OTHER_SUITE:-${OMPI5_SUITE:-quick}} tally_part bash contrib/run-tests-other-ompi.sh
 else
-    tally_skipped "Open MPI 5.0 (needs root, or OFL_SKIP_OMPI5=1)"
+    tally_skipped "the other Open MPI (needs root, or OFL_SKIP_OTHER_OMPI=1)"
 fi
 
 shm_after=$(ls /dev/shm 2>/dev/null | grep -c coll_offload || true)

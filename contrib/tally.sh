@@ -1,6 +1,6 @@
 # Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
 # SPDX-License-Identifier: BSD-3-Clause
-# Sourced by the test drivers (run-tests.sh, run-tests-ompi5.sh,
+# Sourced by the test drivers (run-tests.sh, run-tests-other-ompi.sh,
 # bench/sim-check.sh, test/mpi/run-cluster.sh): running totals of the
 # "N passed, M failed[, K skipped]" lines that every part of the tests ends with.
 tally_pass=0

@@ -1,26 +1,52 @@
 #!/bin/sh
 # Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
 # SPDX-License-Identifier: BSD-3-Clause
-# The test suite against Open MPI 5.0, on a Debian 12 machine (as root): a
-# Debian 13 (trixie) root made by debootstrap holds Open MPI 5.0.x with its devel
-# headers and an Open MPI source tree (apt-get source) for the few headers the
-# devel package omits; this tree is built there and its unit and single-node MPI
-# tests run there. The multi-host tests (network namespaces) run on 4.1 only.
+# The test suite against the other Open MPI of Debian's two releases (as root), in a
+# root made by debootstrap: on a Debian 12 machine (Open MPI 4.1), Open MPI 5.0 in a
+# Debian 13 (trixie) root; on a Debian 13 machine (Open MPI 5.0), Open MPI 4.1 in a
+# Debian 12 (bookworm) root. The Debian 13 root also holds an Open MPI source tree
+# (apt-get source) for the few headers its devel package omits; Debian 12's has them
+# all. This tree is built there and its unit and single-node MPI tests and MPICH's
+# collective tests run there. The multi-host tests (network namespaces) run on the
+# machine's own Open MPI only.
 # Last line: "N passed, M failed, K skipped".
 #
-# Environment: OMPI5_ROOT (default /var/cache/coll-offload/trixie; kept between
-# runs, made when missing), DEBIAN_MIRROR (default http://deb.debian.org/debian),
-# OMPI5_SUITE (run.sh's suite: node, the default, all of it; quick for a shorter pass).
+# Environment: OTHER_RELEASE (trixie or bookworm; default: trixie when this machine's
+# Open MPI is 4.x, else bookworm), OTHER_ROOT (default /var/cache/coll-offload/RELEASE;
+# kept between runs, made when missing), DEBIAN_MIRROR (default
+# http://deb.debian.org/debian), OTHER_SUITE (run.sh's suite: node, the default, all
+# of it; quick for a shorter pass). OMPI5_ROOT and OMPI5_SUITE, their names when this
+# was contrib/run-tests-ompi5.sh, are read too.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/contrib/tally.sh"
-root=${OMPI5_ROOT:-/var/cache/coll-offload/trixie}
+release=${OTHER_RELEASE:-}
+if [ -z "$release" ]; then
+    case $(ompi_info --version 2>/dev/null | sed -n 's/^Open MPI v\{0,1\}\([0-9]*\)\..*/\1/p' | head -1) in
+        4) release=trixie ;;
+        5) release=bookworm ;;
+        *) case $(. /etc/os-release 2>/dev/null; echo "${VERSION_CODENAME:-}") in
+               bookworm) release=trixie ;;
+               *) release=bookworm ;;
+           esac ;;
+    esac
+fi
+case $release in
+    trixie) tag=ompi5; ver=5.0; major=5; what="Open MPI 5.0 (Debian 13)"
+        root=${OTHER_ROOT:-${OMPI5_ROOT:-/var/cache/coll-offload/trixie}} ;;
+    bookworm) tag=ompi4; ver=4.1; major=4; what="Open MPI 4.1 (Debian 12)"
+        root=${OTHER_ROOT:-/var/cache/coll-offload/bookworm} ;;
+    *) echo "other-ompi: OTHER_RELEASE=$release: neither trixie nor bookworm"
+       echo "0 passed, 1 failed"; exit 1 ;;
+esac
+suite=${OTHER_SUITE:-${OMPI5_SUITE:-node}}
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-pkgs="libopenmpi-dev,openmpi-bin,libpmix-dev,build-essential,autoconf,automake,libtool"
+pkgs="libopenmpi-dev,openmpi-bin,build-essential,autoconf,automake,libtool"
 pkgs="$pkgs,pkg-config,libfabric-dev,libhwloc-dev,dpkg-dev,xz-utils,procps"
+[ "$release" = trixie ] && pkgs="$pkgs,libpmix-dev"
 
 fail() {
-    echo "ompi5: $*"
+    echo "$tag: $*"
     echo "0 passed, 1 failed"
     exit 1
 }
@@ -31,10 +57,10 @@ if [ ! -x "$root/usr/bin/mpicc" ]; then
     command -v debootstrap >/dev/null 2>&1 || {
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap
     } >/dev/null 2>&1 || fail "cannot install debootstrap"
-    echo "ompi5: making a Debian 13 root in $root (a few minutes)"
+    echo "$tag: making a $release root for $what in $root (a few minutes)"
     rm -rf "$root"
     mkdir -p "$root"
-    debootstrap --variant=minbase --include="$pkgs" trixie "$root" "$mirror" \
+    debootstrap --variant=minbase --include="$pkgs" "$release" "$root" "$mirror" \
         > /tmp/ofl-debootstrap.log 2>&1 || { tail -5 /tmp/ofl-debootstrap.log; fail "debootstrap"; }
 fi
 
@@ -53,14 +79,19 @@ for m in proc sys dev dev/shm dev/pts; do
 done
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null
 
-# An Open MPI source tree of the installed version, for --with-ompi-extra-headers.
-if ! ls -d "$root"/build/ompi-src/openmpi-5* >/dev/null 2>&1; then
-    echo "deb-src $mirror trixie main" > "$root/etc/apt/sources.list.d/coll-offload-src.list"
-    chroot "$root" sh -c 'apt-get update -qq && mkdir -p /build/ompi-src && cd /build/ompi-src \
-        && apt-get source -qq openmpi' > /tmp/ofl-ompi-src.log 2>&1 \
-        || { tail -5 /tmp/ofl-ompi-src.log; fail "apt-get source openmpi"; }
+# Debian 13: an Open MPI source tree of the installed version, for
+# --with-ompi-extra-headers (Debian 12's libopenmpi-dev has every header).
+extra=""
+if [ "$release" = trixie ]; then
+    if ! ls -d "$root"/build/ompi-src/openmpi-5* >/dev/null 2>&1; then
+        echo "deb-src $mirror trixie main" > "$root/etc/apt/sources.list.d/coll-offload-src.list"
+        chroot "$root" sh -c 'apt-get update -qq && mkdir -p /build/ompi-src && cd /build/ompi-src \
+            && apt-get source -qq openmpi' > /tmp/ofl-ompi-src.log 2>&1 \
+            || { tail -5 /tmp/ofl-ompi-src.log; fail "apt-get source openmpi"; }
+    fi
+    src=$(cd "$root" && ls -d build/ompi-src/openmpi-5* | head -1)
+    extra="--with-ompi-extra-headers=/$src"
 fi
-src=$(cd "$root" && ls -d build/ompi-src/openmpi-5* | head -1)
 
 # This tree as git tracks it (plus local changes), built from scratch there and
 # installed as a user installs it (make install into Open MPI's component
@@ -73,23 +104,23 @@ mkdir -p "$root/build/coll-offload"
 chroot "$root" sh /build/coll-offload/contrib/pmix-params.sh uninstall "" >/dev/null 2>&1
 pkglibdir=$(chroot "$root" ompi_info --path pkglibdir 2>/dev/null | sed -n 's/.*Pkglibdir: *//p')
 rm -f "$root$pkglibdir/mca_coll_offload.so"
-echo "ompi5: $(chroot "$root" ompi_info --version 2>/dev/null | head -1), headers from /$src"
+echo "$tag: $(chroot "$root" ompi_info --version 2>/dev/null | head -1) in $root${extra:+, headers from /$src}"
 chroot "$root" sh -c "cd /build/coll-offload && ./autogen.sh >/dev/null 2>&1 \
-    && ./configure -q --with-ompi-extra-headers=/$src \
-    && make -j\$(nproc) -s && make -s install" > /tmp/ofl-ompi5-build.log 2>&1 \
-    || { tail -20 /tmp/ofl-ompi5-build.log; fail "build against Open MPI 5"; }
-grep -a "^coll/offload:" /tmp/ofl-ompi5-build.log | sed 's/^/ompi5: /'
+    && ./configure -q $extra \
+    && make -j\$(nproc) -s && make -s install" > /tmp/ofl-$tag-build.log 2>&1 \
+    || { tail -20 /tmp/ofl-$tag-build.log; fail "build against $what"; }
+grep -a "^coll/offload:" /tmp/ofl-$tag-build.log | sed "s/^/$tag: /"
 
-echo "== unit tests (Open MPI 5 root)"
+echo "== unit tests (Open MPI $major root)"
 # (the tree is copied over the last run's: its logs must not be read as this one's)
 rm -f "$root/build/coll-offload/test/unit/test-suite.log" \
     "$root"/build/coll-offload/test/unit/test_*.log "$root"/build/coll-offload/test/unit/test_*.trs
-chroot "$root" sh -c "cd /build/coll-offload && make -s check" > /tmp/ofl-ompi5-unit.log 2>&1
+chroot "$root" sh -c "cd /build/coll-offload && make -s check" > /tmp/ofl-$tag-unit.log 2>&1
 unit_status=$?
-tally_unit "$root/build/coll-offload/test/unit/test-suite.log" /tmp/ofl-ompi5-unit.log \
+tally_unit "$root/build/coll-offload/test/unit/test-suite.log" /tmp/ofl-$tag-unit.log \
     "$unit_status"
 
-echo "== selection by a plain mpirun (Open MPI 5 root)"
+echo "== selection by a plain mpirun (Open MPI $major root)"
 # mpirun as a user types it, by priority and by an explicit list: the component
 # must be found and used without any environment variable.
 printf '%s\n' '#include <mpi.h>' '#include <stdio.h>' \
@@ -117,12 +148,12 @@ for how in "" "--mca coll offload,tuned,libnbc,basic,inter,self"; do
 done
 tally_add "$sel_pass passed, $sel_fail failed"
 
-echo "== MPI tests (Open MPI 5 root)"
+echo "== MPI tests (Open MPI $major root)"
 tally_part chroot "$root" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    EXPECT_OFFLOAD=1 COLL_SELECTION="--mca op ^avx" SUITE=${OMPI5_SUITE:-node} \
+    EXPECT_OFFLOAD=1 COLL_SELECTION="--mca op ^avx" SUITE="$suite" \
     bash /build/coll-offload/test/mpi/run.sh /build/coll-offload/test/mpi
 
-echo "== MPICH collective tests (Open MPI 5.0)"
+echo "== MPICH collective tests (Open MPI $ver)"
 # (In a chroot, Open MPI 5's tcp BTL prints "Unable to find reachable pairing" on every
 # run, which MPICH's pass rule, "No Errors" and nothing else, counts as a failure of
 # both selections; these runs are on one node and need no tcp.)
