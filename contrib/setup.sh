@@ -50,11 +50,12 @@ run() {
     "$@" >> "$log" 2>&1
 }
 
-# The release: its package names differ (clang's sanitizer runtimes, which gcc's come
-# with build-essential, are only recommended by clang: Debian 12's clang 14 has them in
-# libclang-rt-14-dev, which Debian 13 (clang 19) does not have; there libclang-rt-dev
-# follows the default clang). llvm has llvm-symbolizer, which writes TSan's stacks.
-# Open MPI 5 (Debian 13) takes PMIx's flags from pkg-config pmix (libpmix-dev).
+# The release: some package names differ. gcc's sanitizer runtimes come with
+# build-essential; clang's are only recommended by clang: on Debian 12 (clang 14) they
+# are libclang-rt-14-dev, which Debian 13 (clang 19) does not have; there
+# libclang-rt-dev follows the default clang. llvm has llvm-symbolizer, which writes
+# TSan's stacks. Open MPI 5 (Debian 13) takes PMIx's flags from pkg-config pmix
+# (libpmix-dev). Another system gets Debian 13's list, and is told so.
 osr() { (. /etc/os-release 2>/dev/null; eval "echo \"\${$1:-}\""); }
 distro=$(osr ID)
 version=$(osr VERSION_ID)
@@ -70,7 +71,7 @@ case "$distro:$version:$codename" in
         pkgs="$pkgs libclang-rt-dev libpmix-dev" ;;
     *)
         name=$(osr PRETTY_NAME)
-        release="${name:-this system}, neither Debian 12 nor 13: Debian 13's packages"
+        release="${name:-this system} (neither Debian 12 nor 13: trying Debian 13's packages)"
         pkgs="$pkgs libclang-rt-dev libpmix-dev" ;;
 esac
 
