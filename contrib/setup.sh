@@ -91,7 +91,8 @@ elif [ "$install" -eq 0 ]; then
     echo "setup: $release: $n of the $total packages needed are missing:$missing (--no-install)"
     exit 1
 else
-    echo "setup: $release: installing $n packages (log: $log)"
+    [ "$n" -eq 1 ] && what=package || what=packages
+    echo "setup: $release: installing $n $what (log: $log)"
     echo "missing:$missing" >> "$log"
     run $SUDO apt-get -q update || fail "apt-get update"
     # shellcheck disable=SC2086  # $missing is a list
