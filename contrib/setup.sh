@@ -159,7 +159,7 @@ fi
 # hides every installed component from mpirun's processes (contrib/pmix-params.sh).
 note=""
 if [ -n "$(OMPI_INFO=$(command -v ompi_info) sh contrib/pmix-params.sh check "$compdir" 2>/dev/null)" ]; then
-    note=" (and commenting out PMIx's mca_base_component_path, which hides it from mpirun: README, Open MPI 4.1 and 5.0)"
+    note=" (and commenting out PMIx's mca_base_component_path, which hides it from mpirun: docs/building.md)"
 fi
 echo "setup: installing the component into $compdir$note"
 run $SUDO make -s install || fail "make install"
