@@ -987,18 +987,7 @@ static void world_sync(void)
 
 static void barrier_files_open(void)
 {
-    char host[MPI_MAX_PROCESSOR_NAME] = { 0 };
-    int len = 0;
-    MPI_Get_processor_name(host, &len);
-    char *hosts = calloc((size_t)t_wsize, MPI_MAX_PROCESSOR_NAME);
-    MPI_Allgather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts, MPI_MAX_PROCESSOR_NAME,
-                  MPI_CHAR, MPI_COMM_WORLD);
-    all_same_host = 1;
-    for (int r = 0; r < t_wsize; r++) {
-        all_same_host = all_same_host && 0 == strcmp(hosts + (size_t)r * MPI_MAX_PROCESSOR_NAME,
-                                                     host);
-    }
-    free(hosts);
+    all_same_host = t_all_on_one_host();
     int *pids = malloc(sizeof(int) * (size_t)t_wsize);
     int me = (int)getpid();
     MPI_Allgather(&me, 1, MPI_INT, pids, 1, MPI_INT, MPI_COMM_WORLD);

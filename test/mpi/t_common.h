@@ -289,6 +289,27 @@ typedef struct {
 static MPI_T_pvar_session t_pv_session;
 static int t_pv_inited;
 
+/* 1 when every rank of MPI_COMM_WORLD runs on this rank's node (by processor name);
+ * collective. */
+static inline int t_all_on_one_host(void)
+{
+    char host[MPI_MAX_PROCESSOR_NAME] = { 0 };
+    int len = 0, size = 0, same = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Get_processor_name(host, &len);
+    char *hosts = calloc((size_t) size, MPI_MAX_PROCESSOR_NAME);
+    if (NULL == hosts) {
+        return 0;
+    }
+    MPI_Allgather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts, MPI_MAX_PROCESSOR_NAME,
+                  MPI_CHAR, MPI_COMM_WORLD);
+    for (int r = 0; r < size; r++) {
+        same = same && 0 == strcmp(hosts + (size_t) r * MPI_MAX_PROCESSOR_NAME, host);
+    }
+    free(hosts);
+    return same;
+}
+
 /* Looks up and starts the named pvars; those that do not exist stay !found. */
 static inline void t_pvars_open(t_pvar_t *pv, int n)
 {

@@ -122,17 +122,7 @@ static int cvar_read_string(const char *want, char *buf, size_t len)
 /* Reads what decides a call's path besides the key, and opens the counters. */
 static void setup_expectations(void)
 {
-    char host[MPI_MAX_PROCESSOR_NAME] = { 0 };
-    int len = 0;
-    MPI_Get_processor_name(host, &len);
-    char *hosts = calloc((size_t) np, MPI_MAX_PROCESSOR_NAME);
-    MPI_Allgather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts, MPI_MAX_PROCESSOR_NAME,
-                  MPI_CHAR, MPI_COMM_WORLD);
-    same_host = 1;
-    for (int r = 0; r < np; r++) {
-        same_host = same_host && 0 == strcmp(hosts + (size_t) r * MPI_MAX_PROCESSOR_NAME, host);
-    }
-    free(hosts);
+    same_host = t_all_on_one_host();
 
     /* The set-up marks a communicator crowded where some rank yields when idle (mpirun
      * says so where a node has more ranks than cores); reduces and bcasts of up to
