@@ -134,7 +134,7 @@ typedef struct {
     struct {
         struct ompi_datatype_t *dtype;
         struct ompi_op_t *op;
-        int count;
+        ofl_count_t count;
         ofl_alg_t alg;
         ofl_alu_fn fn;
         size_t elem;
@@ -189,27 +189,27 @@ mca_coll_base_module_t *mca_coll_offload_comm_query(struct ompi_communicator_t *
 mca_coll_base_module_t *mca_coll_offload_hier_query(struct ompi_communicator_t *comm,
                                                     int *priority);
 
-int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
+int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, ofl_count_t count,
                                struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
 /* The same without the reproducible-mode check: the entry of the binned calls
  * of reproducible sums, whose op is never MPI_SUM. */
-int mca_coll_offload_allreduce_wire(const void *sbuf, void *rbuf, int count,
+int mca_coll_offload_allreduce_wire(const void *sbuf, void *rbuf, ofl_count_t count,
                                     struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                     struct ompi_communicator_t *comm,
                                     mca_coll_base_module_t *module);
-int mca_coll_offload_reduce(const void *sbuf, void *rbuf, int count,
+int mca_coll_offload_reduce(const void *sbuf, void *rbuf, ofl_count_t count,
                             struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
                             struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
 /* The node's part of a node-aware reduction: as mca_coll_offload_reduce, but the
  * per-size policy never hands it to the fallback (the leaders combine with the
  * NIC's ALU; the node must too, or an op the library computes differently
  * — Open MPI 4.1's MIN/MAX on unsigned long — would mix two answers). */
-int mca_coll_offload_reduce_node(const void *sbuf, void *rbuf, int count,
+int mca_coll_offload_reduce_node(const void *sbuf, void *rbuf, ofl_count_t count,
                                  struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
                                  struct ompi_communicator_t *comm,
                                  mca_coll_base_module_t *module);
-int mca_coll_offload_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+int mca_coll_offload_bcast(void *buf, ofl_count_t count, struct ompi_datatype_t *dtype, int root,
                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
 int mca_coll_offload_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
 

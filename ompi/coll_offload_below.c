@@ -9,6 +9,33 @@
 
 #include <string.h>
 
+#if OFL_OMPI_MAJOR >= 6
+#include "ompi/mca/coll/base/coll_base_util.h"
+
+/* The component of a module enabled on comm before us (Open MPI 6 keeps the list). */
+static const char *component_of(const struct ompi_communicator_t *comm,
+                                const mca_coll_base_module_t *module)
+{
+    opal_list_t *list = comm->c_coll->module_list;
+    mca_coll_base_avail_coll_t *avail;
+    if (NULL == list || NULL == module) {
+        return NULL;
+    }
+    OPAL_LIST_FOREACH (avail, list, mca_coll_base_avail_coll_t) {
+        if (avail->ac_module == module) {
+            return avail->ac_component_name;
+        }
+    }
+    return NULL;
+}
+
+static int pairs_wrong(const struct ompi_communicator_t *comm, const mca_coll_base_module_t *module)
+{
+    const char *name = component_of(comm, module);
+    return NULL != name && (0 == strcmp(name, "xhc") || 0 == strcmp(name, "acoll"));
+}
+#endif
+
 int mca_coll_offload_below_save(mca_coll_offload_below_t *below,
                                 const struct ompi_communicator_t *comm)
 {
@@ -32,6 +59,10 @@ int mca_coll_offload_below_save(mca_coll_offload_below_t *below,
     }
     OFL_BELOW_SLOTS(OFL_BELOW_RETAIN)
 #undef OFL_BELOW_RETAIN
+#if OFL_OMPI_MAJOR >= 6
+    below->pairs_wrong = pairs_wrong(comm, below->allreduce_module)
+                         || pairs_wrong(comm, below->reduce_module);
+#endif
     return OMPI_SUCCESS;
 }
 
@@ -56,4 +87,42 @@ void mca_coll_offload_below_release(mca_coll_offload_below_t *below)
     below->c##_module = NULL;
     OFL_BELOW_SLOTS(OFL_BELOW_RELEASE)
 #undef OFL_BELOW_RELEASE
+}
+
+void mca_coll_offload_below_install(mca_coll_base_module_t *module,
+                                    struct ompi_communicator_t *comm)
+{
+#if OFL_MODULE_INSTALLS
+    mca_coll_base_comm_coll_t *table = comm->c_coll;
+#define OFL_BELOW_INSTALL(c)                                                        \
+    if (NULL != module->coll_##c) {                                                 \
+        table->coll_##c = module->coll_##c;                                         \
+        table->coll_##c##_module = module;                                          \
+    }
+    OFL_BELOW_SLOTS(OFL_BELOW_INSTALL)
+#undef OFL_BELOW_INSTALL
+#else
+    (void) module;
+    (void) comm;
+#endif
+}
+
+void mca_coll_offload_below_uninstall(mca_coll_base_module_t *module,
+                                      const mca_coll_offload_below_t *below,
+                                      struct ompi_communicator_t *comm)
+{
+#if OFL_MODULE_INSTALLS
+    mca_coll_base_comm_coll_t *table = comm->c_coll;
+#define OFL_BELOW_UNINSTALL(c)                                                      \
+    if (module == table->coll_##c##_module) {                                       \
+        table->coll_##c = below->c;                                                 \
+        table->coll_##c##_module = below->c##_module;                               \
+    }
+    OFL_BELOW_SLOTS(OFL_BELOW_UNINSTALL)
+#undef OFL_BELOW_UNINSTALL
+#else
+    (void) module;
+    (void) below;
+    (void) comm;
+#endif
 }

@@ -17,6 +17,7 @@
 #include "ompi_config.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
+#include "coll_offload_compat.h"
 
 /* The reductions we do not run ourselves but hand down with the op the layer
  * below gets right (see mca_coll_offload_below_op); X(name) once for each. */
@@ -38,6 +39,9 @@
 
 typedef struct {
     OFL_BELOW_SLOTS(OFL_BELOW_FIELD)
+    /* a reduction slot below is a component known to get MINLOC/MAXLOC on the pair
+     * types wrong (coll/xhc, coll/acoll): mca_coll_offload_below_op wraps them */
+    int pairs_wrong;
 } mca_coll_offload_below_t;
 
 #undef OFL_BELOW_FIELD
@@ -59,6 +63,19 @@ void mca_coll_offload_below_release(mca_coll_offload_below_t *below);
  * it either (the call fails as it would without us). */
 void mca_coll_offload_below_trim(mca_coll_base_module_t *module,
                                  const mca_coll_offload_below_t *below);
+
+/* Where the framework leaves it to the modules (OFL_MODULE_INSTALLS: Open MPI 6),
+ * put every slot `module` fills into comm's table, as the module's own; elsewhere
+ * nothing (the framework copies them after enable). Called last in enable. */
+void mca_coll_offload_below_install(mca_coll_base_module_t *module,
+                                    struct ompi_communicator_t *comm);
+
+/* The reverse, in disable (Open MPI 6: modules are disabled in the reverse order of
+ * their enable): every slot of comm's table that is still `module`'s gets the layer
+ * below's function back. Elsewhere nothing. */
+void mca_coll_offload_below_uninstall(mca_coll_base_module_t *module,
+                                      const mca_coll_offload_below_t *below,
+                                      struct ompi_communicator_t *comm);
 
 /* How both modules begin, so that the pass-through entries find the layer
  * below in either (each module checks its layout against this). */

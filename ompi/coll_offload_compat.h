@@ -4,8 +4,8 @@
  */
 /*
  * coll/offload — what differs between the Open MPI versions the component builds
- * against (4.1 and 5.0), in one place. Everything else uses the unversioned names
- * both versions define (mca_coll_base_component_t, mca_coll_base_module_t).
+ * against (4.1, 5.0 and 6 from main), in one place. Everything else uses the
+ * unversioned names they all define (mca_coll_base_component_t, mca_coll_base_module_t).
  */
 #ifndef MCA_COLL_OFFLOAD_COMPAT_H
 #define MCA_COLL_OFFLOAD_COMPAT_H
@@ -13,10 +13,45 @@
 #include "ompi_config.h"
 #include "ompi/mca/coll/coll.h"
 
-#if defined(MCA_COLL_BASE_VERSION_2_4_0)
-/* Open MPI 5.0: coll framework 2.4.0, PMIx keys under their PMIx names. */
+#if defined(MCA_COLL_BASE_VERSION_3_0_0)
+/* Open MPI 6: coll framework 3.0.0. Counts are size_t (the MPI-4 large-count
+ * bindings reach the components), and the framework no longer copies a module's
+ * functions into the communicator: each module installs them in enable and takes
+ * them out in disable (OFL_MODULE_INSTALLS). */
+#define OFL_OMPI_MAJOR 6
+#define OFL_COLL_BASE_VERSION MCA_COLL_BASE_VERSION_3_0_0
+#define OFL_MODULE_INSTALLS 1
+typedef size_t ofl_count_t;
+typedef ompi_count_array_t ofl_counts_t;
+#elif defined(MCA_COLL_BASE_VERSION_2_4_0)
+/* Open MPI 5.0: coll framework 2.4.0. */
 #define OFL_OMPI_MAJOR 5
 #define OFL_COLL_BASE_VERSION MCA_COLL_BASE_VERSION_2_4_0
+#else
+/* Open MPI 4.1: coll framework 2.0.0. */
+#define OFL_OMPI_MAJOR 4
+#define OFL_COLL_BASE_VERSION MCA_COLL_BASE_VERSION_2_0_0
+#endif
+
+/* A user op over a C function (Open MPI 6 adds the large-count flag). */
+#if OFL_OMPI_MAJOR >= 6
+#define OFL_OP_CREATE_USER(commute, fn)                                                        \
+    ompi_op_create_user((commute), false, (ompi_op_fortran_handler_fn_t *) (fn))
+#else
+#define OFL_OP_CREATE_USER(commute, fn)                                                        \
+    ompi_op_create_user((commute), (ompi_op_fortran_handler_fn_t *) (fn))
+#endif
+
+#if OFL_OMPI_MAJOR < 6
+/* The framework copies the functions a module offers after its enable. */
+#define OFL_MODULE_INSTALLS 0
+/* The element count of a collective, and the per-rank counts of a vector one. */
+typedef int ofl_count_t;
+typedef const int *ofl_counts_t;
+#endif
+
+#if OFL_OMPI_MAJOR >= 5
+/* PMIx keys under their PMIx names. */
 #include "opal/mca/pmix/pmix-internal.h"
 #define OFL_KEY_CPUSET PMIX_CPUSET
 #define OFL_KEY_STRING PMIX_STRING
@@ -29,9 +64,6 @@
 #define OMPI_MODULE_DECLSPEC OMPI_DECLSPEC
 #endif
 #else
-/* Open MPI 4.1: coll framework 2.0.0. */
-#define OFL_OMPI_MAJOR 4
-#define OFL_COLL_BASE_VERSION MCA_COLL_BASE_VERSION_2_0_0
 #include "opal/mca/pmix/pmix.h"
 #define OFL_KEY_CPUSET OPAL_PMIX_CPUSET
 #define OFL_KEY_STRING OPAL_STRING

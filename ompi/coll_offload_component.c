@@ -7,6 +7,7 @@
  * get a module.
  */
 #include "coll_offload.h"
+#include "coll_offload_device.h"
 #include "coll_offload_inject.h"
 #include "coll_offload_nb.h"
 #include "coll_offload_types.h"
@@ -202,6 +203,7 @@ mca_coll_base_module_t *mca_coll_offload_comm_query(struct ompi_communicator_t *
         OPAL_THREAD_LOCK(&types_lock);
         if (!types_done) {
             types_init_once();
+            mca_coll_offload_device_init(&c->params, c->output);
             opal_atomic_wmb();
             types_done = 1;
         }

@@ -118,7 +118,7 @@ size_t mca_coll_offload_segment(const ofl_program_t *prog, size_t bytes)
 int mca_coll_offload_decide_reduction(mca_coll_offload_module_t *m,
                                       struct ompi_communicator_t *comm, ofl_coll_t coll,
                                       struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                      int count, ofl_call_t *call, ofl_alg_t *alg)
+                                      ofl_count_t count, ofl_call_t *call, ofl_alg_t *alg)
 {
     int reason = decide_check_reduction(m, coll, dtype, op, count, call, alg);
     return OFL_R_OFFLOAD == reason ? decide_nb_ready(m) : reason;

@@ -48,7 +48,7 @@ enum {
 int mca_coll_offload_decide_reduction(mca_coll_offload_module_t *m,
                                       struct ompi_communicator_t *comm, ofl_coll_t coll,
                                       struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                      int count, ofl_call_t *call, ofl_alg_t *alg);
+                                      ofl_count_t count, ofl_call_t *call, ofl_alg_t *alg);
 int mca_coll_offload_decide_bcast(mca_coll_offload_module_t *m,
                                   struct ompi_communicator_t *comm, size_t bytes,
                                   ofl_alg_t *alg);
@@ -171,7 +171,7 @@ static inline int decide_map(mca_coll_offload_module_t *m, struct ompi_datatype_
 
 static inline int decide_check_reduction(mca_coll_offload_module_t *m, ofl_coll_t coll,
                                          struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                         int count, ofl_call_t *call, ofl_alg_t *alg)
+                                         ofl_count_t count, ofl_call_t *call, ofl_alg_t *alg)
 {
     int reason = decide_map(m, dtype, op, call);
     if (0 != reason) {

@@ -210,7 +210,7 @@ int mca_coll_offload_fail_here(mca_coll_offload_module_t *m, struct ompi_communi
 
 /* Pack or unpack a non-contiguous bcast buffer through a staging area.
  * Returns 0, or -1 when the convertor fails. */
-int mca_coll_offload_stage(void *stage, void *buf, int count, struct ompi_datatype_t *dtype,
+int mca_coll_offload_stage(void *stage, void *buf, ofl_count_t count, struct ompi_datatype_t *dtype,
                            size_t bytes, int pack)
 {
     opal_convertor_t conv;

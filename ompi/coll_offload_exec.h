@@ -77,7 +77,7 @@ int mca_coll_offload_agree(mca_coll_offload_module_t *m, const char *what, uint6
                            struct ompi_communicator_t *comm);
 
 /* Pack (root) or unpack a non-contiguous bcast buffer through `stage`. */
-int mca_coll_offload_stage(void *stage, void *buf, int count, struct ompi_datatype_t *dtype,
+int mca_coll_offload_stage(void *stage, void *buf, ofl_count_t count, struct ompi_datatype_t *dtype,
                            size_t bytes, int pack);
 
 END_C_DECLS

@@ -31,7 +31,7 @@
 #include "ompi/op/op.h"
 
 static int hier_reduction_ok(hier_module_t *h, ofl_coll_t coll, struct ompi_op_t *op,
-                             struct ompi_datatype_t *dtype, int count)
+                             struct ompi_datatype_t *dtype, ofl_count_t count)
 {
     /* Node-major combining order is not rank order: commutative ops only. */
     if (!ompi_op_is_commute(op)) {
@@ -57,9 +57,9 @@ static int hier_reduction_ok(hier_module_t *h, ofl_coll_t coll, struct ompi_op_t
     return OFL_R_OFFLOAD;
 }
 
-static int hier_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                          struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                          mca_coll_base_module_t *module)
+static int hier_allreduce(const void *sbuf, void *rbuf, ofl_count_t count,
+                          struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                          struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     hier_module_t *h = (hier_module_t *) module;
     if (OPAL_UNLIKELY(OFL_REPSUM_OFF != h->repsum.mode)
@@ -79,8 +79,9 @@ static int hier_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_d
         if (HIER_SETTING_UP != h->state) {
             mca_coll_offload_note(OFL_KIND_BLOCKING, OFL_COLL_ALLREDUCE, why, bytes, comm);
         }
-        return h->below.allreduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
-                                 comm, h->below.allreduce_module);
+        return h->below.allreduce(sbuf, rbuf, count, dtype,
+                                  mca_coll_offload_below_op(&h->below, dtype, op), comm,
+                                  h->below.allreduce_module);
     }
     mca_coll_offload_note(OFL_KIND_BLOCKING, OFL_COLL_ALLREDUCE, OFL_R_OFFLOAD, bytes, comm);
     ompi_communicator_t *lo = h->local;
@@ -89,7 +90,7 @@ static int hier_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_d
     /* Our own node module maps the op itself; anything else gets the wrapping one. */
     struct ompi_op_t *lo_op = mca_coll_offload_reduce == node_reduce
                                   ? op
-                                  : mca_coll_offload_below_op(dtype, op);
+                                  : mca_coll_offload_below_op(&h->below, dtype, op);
     if (h->net_ready && mca_coll_offload_reduce == node_reduce) {
         node_reduce = mca_coll_offload_reduce_node;
     }
@@ -120,7 +121,7 @@ static int hier_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_d
             rc = mca_coll_offload_hier_net_run(h, &h->net_allreduce, &call, "MPI_Allreduce");
         } else {
             rc = up->c_coll->coll_allreduce(MPI_IN_PLACE, rbuf, count, dtype,
-                                            mca_coll_offload_below_op(dtype, op), up,
+                                            mca_coll_offload_below_op(&h->below, dtype, op), up,
                                             up->c_coll->coll_allreduce_module);
         }
     }
@@ -131,9 +132,9 @@ static int hier_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_d
 }
 
 /* A leader's scratch buffer for `count` elements of dtype (grows only). */
-static int hier_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                       struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
-                       mca_coll_base_module_t *module)
+static int hier_reduce(const void *sbuf, void *rbuf, ofl_count_t count,
+                       struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                       struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     hier_module_t *h = (hier_module_t *) module;
     if (OPAL_UNLIKELY(OFL_REPSUM_OFF != h->repsum.mode)
@@ -153,8 +154,9 @@ static int hier_reduce(const void *sbuf, void *rbuf, int count, struct ompi_data
         if (HIER_SETTING_UP != h->state) {
             mca_coll_offload_note(OFL_KIND_BLOCKING, OFL_COLL_REDUCE, why, bytes, comm);
         }
-        return h->below.reduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op), root,
-                              comm, h->below.reduce_module);
+        return h->below.reduce(sbuf, rbuf, count, dtype,
+                               mca_coll_offload_below_op(&h->below, dtype, op), root, comm,
+                               h->below.reduce_module);
     }
     mca_coll_offload_note(OFL_KIND_BLOCKING, OFL_COLL_REDUCE, OFL_R_OFFLOAD, bytes, comm);
     int rank = ompi_comm_rank(comm);
@@ -163,7 +165,7 @@ static int hier_reduce(const void *sbuf, void *rbuf, int count, struct ompi_data
     ompi_communicator_t *lo = h->local;
     struct ompi_op_t *lo_op = mca_coll_offload_reduce == lo->c_coll->coll_reduce
                                   ? op
-                                  : mca_coll_offload_below_op(dtype, op);
+                                  : mca_coll_offload_below_op(&h->below, dtype, op);
     /* Same datatype and count on every rank (MPI), so every rank cuts the same
      * chunks; hier_reduction_ok made sure one element fits the scratch. */
     ptrdiff_t lb, extent, true_lb, true_extent;
@@ -191,8 +193,8 @@ static int hier_reduce(const void *sbuf, void *rbuf, int count, struct ompi_data
             int is_root_leader = my_node == root_node;
             rc = up->c_coll->coll_reduce(is_root_leader ? MPI_IN_PLACE : acc,
                                          is_root_leader ? acc : NULL, n, dtype,
-                                         mca_coll_offload_below_op(dtype, op), root_node, up,
-                                         up->c_coll->coll_reduce_module);
+                                         mca_coll_offload_below_op(&h->below, dtype, op),
+                                         root_node, up, up->c_coll->coll_reduce_module);
         }
         if (OMPI_SUCCESS == rc && my_node == root_node && 0 != root_lrank) {
             /* The root is not its node's leader: one local message carries it. */
@@ -208,7 +210,7 @@ static int hier_reduce(const void *sbuf, void *rbuf, int count, struct ompi_data
     return rc;
 }
 
-static int hier_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+static int hier_bcast(void *buf, ofl_count_t count, struct ompi_datatype_t *dtype, int root,
                       struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     hier_module_t *h = (hier_module_t *) module;
@@ -292,7 +294,7 @@ static int hier_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t
  * products wrap there as they do everywhere else, and in reproducible mode the
  * binned elements and their op.
  */
-static int hier_iallreduce(const void *sbuf, void *rbuf, int count,
+static int hier_iallreduce(const void *sbuf, void *rbuf, ofl_count_t count,
                            struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                            struct ompi_communicator_t *comm, ompi_request_t **request,
                            mca_coll_base_module_t *module)
@@ -303,13 +305,15 @@ static int hier_iallreduce(const void *sbuf, void *rbuf, int count,
         return mca_coll_offload_repsum_request(0, 0, sbuf, rbuf, count, dtype, 0, comm, NULL,
                                                request, &h->below);
     }
-    return h->below.iallreduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
-                               comm, request, h->below.iallreduce_module);
+    return h->below.iallreduce(sbuf, rbuf, count, dtype,
+                               mca_coll_offload_below_op(&h->below, dtype, op), comm, request,
+                               h->below.iallreduce_module);
 }
 
-static int hier_ireduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                        struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
-                        ompi_request_t **request, mca_coll_base_module_t *module)
+static int hier_ireduce(const void *sbuf, void *rbuf, ofl_count_t count,
+                        struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                        struct ompi_communicator_t *comm, ompi_request_t **request,
+                        mca_coll_base_module_t *module)
 {
     hier_module_t *h = (hier_module_t *) module;
     if (OPAL_UNLIKELY(OFL_REPSUM_OFF != h->repsum.mode)
@@ -317,11 +321,12 @@ static int hier_ireduce(const void *sbuf, void *rbuf, int count, struct ompi_dat
         return mca_coll_offload_repsum_request(1, 0, sbuf, rbuf, count, dtype, root, comm, NULL,
                                                request, &h->below);
     }
-    return h->below.ireduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op), root,
-                            comm, request, h->below.ireduce_module);
+    return h->below.ireduce(sbuf, rbuf, count, dtype,
+                            mca_coll_offload_below_op(&h->below, dtype, op), root, comm, request,
+                            h->below.ireduce_module);
 }
 
-static int hier_allreduce_init(const void *sbuf, void *rbuf, int count,
+static int hier_allreduce_init(const void *sbuf, void *rbuf, ofl_count_t count,
                                struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                ompi_request_t **request, mca_coll_base_module_t *module)
@@ -333,11 +338,11 @@ static int hier_allreduce_init(const void *sbuf, void *rbuf, int count,
                                                request, &h->below);
     }
     return h->below.allreduce_init(sbuf, rbuf, count, dtype,
-                                   mca_coll_offload_below_op(dtype, op), comm, info, request,
-                                   h->below.allreduce_init_module);
+                                   mca_coll_offload_below_op(&h->below, dtype, op), comm, info,
+                                   request, h->below.allreduce_init_module);
 }
 
-static int hier_reduce_init(const void *sbuf, void *rbuf, int count,
+static int hier_reduce_init(const void *sbuf, void *rbuf, ofl_count_t count,
                             struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
                             struct ompi_communicator_t *comm, struct ompi_info_t *info,
                             ompi_request_t **request, mca_coll_base_module_t *module)
@@ -348,8 +353,9 @@ static int hier_reduce_init(const void *sbuf, void *rbuf, int count,
         return mca_coll_offload_repsum_request(1, 1, sbuf, rbuf, count, dtype, root, comm, info,
                                                request, &h->below);
     }
-    return h->below.reduce_init(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
-                                root, comm, info, request, h->below.reduce_init_module);
+    return h->below.reduce_init(sbuf, rbuf, count, dtype,
+                                mca_coll_offload_below_op(&h->below, dtype, op), root, comm, info,
+                                request, h->below.reduce_init_module);
 }
 
 mca_coll_base_module_t *mca_coll_offload_hier_query(struct ompi_communicator_t *comm,

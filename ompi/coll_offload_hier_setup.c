@@ -10,6 +10,7 @@
  * node-aware call, and running one leaders' call. The calls themselves are in
  * coll_offload_hier.c.
  */
+#include "coll_offload_device.h"
 #include "coll_offload_hier.h"
 #include "coll_offload_inject.h"
 #include "coll_offload_types.h"
@@ -68,8 +69,7 @@ _Static_assert(offsetof(hier_module_t, below) == offsetof(mca_coll_offload_base_
 int mca_coll_offload_hier_disable(mca_coll_base_module_t *module,
                                   struct ompi_communicator_t *comm)
 {
-    (void) module;
-    (void) comm;
+    mca_coll_offload_below_uninstall(module, &((hier_module_t *) module)->below, comm);
     return OMPI_SUCCESS;
 }
 
@@ -84,6 +84,8 @@ int mca_coll_offload_hier_enable(mca_coll_base_module_t *module,
         return OMPI_ERROR;
     }
     mca_coll_offload_below_trim(&h->super, &h->below);
+    mca_coll_offload_device_trim(&h->super);
+    mca_coll_offload_below_install(&h->super, comm);
     return OMPI_SUCCESS;
 }
 

@@ -10,6 +10,7 @@
 #include "coll_offload.h"
 #include "coll_offload_nb.h"
 #include "coll_offload_setup.h"
+#include "coll_offload_device.h"
 #include "coll_offload_types.h"
 
 #include <stdlib.h>
@@ -86,13 +87,17 @@ static int offload_enable(mca_coll_base_module_t *module, struct ompi_communicat
      * it has none we do not offer ours (the call fails as it would without us,
      * instead of having nowhere to go). */
     mca_coll_offload_below_trim(&m->super, &m->below);
+    mca_coll_offload_device_trim(&m->super);
+    mca_coll_offload_below_install(&m->super, comm);
     return OMPI_SUCCESS;
 }
 
-/* Called once per slot we fill; all state goes with the destructor. */
+/* Open MPI 6 calls this once, the layer above already gone, to give the layer below
+ * its slots back; earlier versions once per slot we fill, with nothing to do. All
+ * state goes with the destructor. */
 static int offload_disable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
 {
-    (void) module;
-    (void) comm;
+    mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
+    mca_coll_offload_below_uninstall(module, &m->below, comm);
     return OMPI_SUCCESS;
 }

@@ -48,9 +48,9 @@ static inline int started(mca_coll_offload_module_t *m, struct ompi_communicator
 /* The helpers below set *fallback to the reason when the call goes to the
  * layer below (then nothing was created), 0 when it was offloaded. */
 static int reduction(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
-                     ofl_req_kind_t kind, ofl_coll_t coll, const void *sbuf, void *rbuf, int count,
-                     struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
-                     ompi_request_t **request, int *fallback)
+                     ofl_req_kind_t kind, ofl_coll_t coll, const void *sbuf, void *rbuf,
+                     ofl_count_t count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                     int root, ompi_request_t **request, int *fallback)
 {
     ofl_call_t call = { 0 };
     ofl_alg_t alg;
@@ -78,8 +78,8 @@ static int reduction(mca_coll_offload_module_t *m, struct ompi_communicator_t *c
 }
 
 static int bcast(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
-                 ofl_req_kind_t kind, void *buf, int count, struct ompi_datatype_t *dtype, int root,
-                 ompi_request_t **request, int *fallback)
+                 ofl_req_kind_t kind, void *buf, ofl_count_t count, struct ompi_datatype_t *dtype,
+                 int root, ompi_request_t **request, int *fallback)
 {
     size_t bytes = count > 0 ? (size_t) count * dtype->super.size : 0;
     ofl_alg_t alg;
@@ -155,7 +155,7 @@ void mca_coll_offload_repsum_self_init(mca_coll_offload_module_t *m)
     via->reduce_init_module = &m->super;
 }
 
-int mca_coll_offload_iallreduce(const void *sbuf, void *rbuf, int count,
+int mca_coll_offload_iallreduce(const void *sbuf, void *rbuf, ofl_count_t count,
                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                 struct ompi_communicator_t *comm, ompi_request_t **request,
                                 mca_coll_base_module_t *module)
@@ -171,14 +171,14 @@ int mca_coll_offload_iallreduce(const void *sbuf, void *rbuf, int count,
                        op, 0, request, &why);
     if (fell_back(why, OFL_KIND_NONBLOCKING, OFL_COLL_ALLREDUCE,
                   (size_t) count * dtype->super.size, comm)) {
-        return m->below.iallreduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
-                                  comm, request,
-                                  m->below.iallreduce_module);
+        return m->below.iallreduce(sbuf, rbuf, count, dtype,
+                                   mca_coll_offload_below_op(&m->below, dtype, op), comm, request,
+                                   m->below.iallreduce_module);
     }
     return rc;
 }
 
-int mca_coll_offload_ireduce(const void *sbuf, void *rbuf, int count,
+int mca_coll_offload_ireduce(const void *sbuf, void *rbuf, ofl_count_t count,
                              struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
                              struct ompi_communicator_t *comm, ompi_request_t **request,
                              mca_coll_base_module_t *module)
@@ -194,14 +194,14 @@ int mca_coll_offload_ireduce(const void *sbuf, void *rbuf, int count,
                        root, request, &why);
     if (fell_back(why, OFL_KIND_NONBLOCKING, OFL_COLL_REDUCE,
                   (size_t) count * dtype->super.size, comm)) {
-        return m->below.ireduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
-                               root, comm, request,
-                               m->below.ireduce_module);
+        return m->below.ireduce(sbuf, rbuf, count, dtype,
+                                mca_coll_offload_below_op(&m->below, dtype, op), root, comm,
+                                request, m->below.ireduce_module);
     }
     return rc;
 }
 
-int mca_coll_offload_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+int mca_coll_offload_ibcast(void *buf, ofl_count_t count, struct ompi_datatype_t *dtype, int root,
                             struct ompi_communicator_t *comm, ompi_request_t **request,
                             mca_coll_base_module_t *module)
 {
@@ -245,7 +245,7 @@ static inline int unordered(struct ompi_communicator_t *comm, ofl_coll_t coll, s
 static int persistent_fallback(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
                                ofl_coll_t coll, int why, int rc, ompi_request_t *inner,
                                struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
-                               int count, ompi_request_t **request)
+                               ofl_count_t count, ompi_request_t **request)
 {
     if (OMPI_SUCCESS != rc) {
         return rc;
@@ -262,7 +262,7 @@ static int persistent_fallback(mca_coll_offload_module_t *m, struct ompi_communi
     return OMPI_SUCCESS;
 }
 
-int mca_coll_offload_allreduce_init(const void *sbuf, void *rbuf, int count,
+int mca_coll_offload_allreduce_init(const void *sbuf, void *rbuf, ofl_count_t count,
                                     struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                     struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                     ompi_request_t **request, mca_coll_base_module_t *module)
@@ -275,8 +275,8 @@ int mca_coll_offload_allreduce_init(const void *sbuf, void *rbuf, int count,
     }
     if (unordered(comm, OFL_COLL_ALLREDUCE, (size_t) count * dtype->super.size)) {
         return m->below.allreduce_init(sbuf, rbuf, count, dtype,
-                                       mca_coll_offload_below_op(dtype, op), comm, info, request,
-                                       m->below.allreduce_init_module);
+                                       mca_coll_offload_below_op(&m->below, dtype, op), comm,
+                                       info, request, m->below.allreduce_init_module);
     }
     int why;
     int rc = reduction(m, comm, OFL_REQ_PERSISTENT, OFL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype,
@@ -293,14 +293,14 @@ int mca_coll_offload_allreduce_init(const void *sbuf, void *rbuf, int count,
         return rc;
     }
     ompi_request_t *inner = NULL;
-    rc = m->below.allreduce_init(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
-                                comm, info, &inner,
-                                m->below.allreduce_init_module);
+    rc = m->below.allreduce_init(sbuf, rbuf, count, dtype,
+                                 mca_coll_offload_below_op(&m->below, dtype, op), comm, info,
+                                 &inner, m->below.allreduce_init_module);
     return persistent_fallback(m, comm, OFL_COLL_ALLREDUCE, why, rc, inner, dtype, op, 0, count,
                                request);
 }
 
-int mca_coll_offload_reduce_init(const void *sbuf, void *rbuf, int count,
+int mca_coll_offload_reduce_init(const void *sbuf, void *rbuf, ofl_count_t count,
                                  struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
                                  struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                  ompi_request_t **request, mca_coll_base_module_t *module)
@@ -312,8 +312,9 @@ int mca_coll_offload_reduce_init(const void *sbuf, void *rbuf, int count,
                                                info, request, &m->repsum_self);
     }
     if (unordered(comm, OFL_COLL_REDUCE, (size_t) count * dtype->super.size)) {
-        return m->below.reduce_init(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
-                                    root, comm, info, request, m->below.reduce_init_module);
+        return m->below.reduce_init(sbuf, rbuf, count, dtype,
+                                    mca_coll_offload_below_op(&m->below, dtype, op), root, comm,
+                                    info, request, m->below.reduce_init_module);
     }
     int why;
     int rc = reduction(m, comm, OFL_REQ_PERSISTENT, OFL_COLL_REDUCE, sbuf, rbuf, count, dtype, op,
@@ -330,16 +331,17 @@ int mca_coll_offload_reduce_init(const void *sbuf, void *rbuf, int count,
         return rc;
     }
     ompi_request_t *inner = NULL;
-    rc = m->below.reduce_init(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
-                             root, comm, info, &inner,
-                             m->below.reduce_init_module);
+    rc = m->below.reduce_init(sbuf, rbuf, count, dtype,
+                              mca_coll_offload_below_op(&m->below, dtype, op), root, comm, info,
+                              &inner, m->below.reduce_init_module);
     return persistent_fallback(m, comm, OFL_COLL_REDUCE, why, rc, inner, dtype, op, root, count,
                                request);
 }
 
-int mca_coll_offload_bcast_init(void *buf, int count, struct ompi_datatype_t *dtype, int root,
-                                struct ompi_communicator_t *comm, struct ompi_info_t *info,
-                                ompi_request_t **request, mca_coll_base_module_t *module)
+int mca_coll_offload_bcast_init(void *buf, ofl_count_t count, struct ompi_datatype_t *dtype,
+                                int root, struct ompi_communicator_t *comm,
+                                struct ompi_info_t *info, ompi_request_t **request,
+                                mca_coll_base_module_t *module)
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     if (unordered(comm, OFL_COLL_BCAST, (size_t) count * dtype->super.size)) {

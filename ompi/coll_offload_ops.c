@@ -150,7 +150,7 @@ static inline int run_allreduce(mca_coll_offload_module_t *m, ofl_alg_t alg, ofl
 /* The allreduce after the reproducible-mode check: inlined into both entries
  * (a call between them would cost the ordinary path a frame). */
 static inline __attribute__((always_inline)) int
-allreduce_body(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+allreduce_body(const void *sbuf, void *rbuf, ofl_count_t count, struct ompi_datatype_t *dtype,
                struct ompi_op_t *op, struct ompi_communicator_t *comm,
                mca_coll_base_module_t *module)
 {
@@ -193,8 +193,9 @@ allreduce_body(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *
             return OMPI_SUCCESS;
         }
         decide_fallback_note(OFL_COLL_ALLREDUCE, R_OFFLOAD == reason ? R_NIC : reason, bytes, comm);
-        return m->below.allreduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op),
-                                 comm, m->below.allreduce_module);
+        return m->below.allreduce(sbuf, rbuf, count, dtype,
+                                  mca_coll_offload_below_op(&m->below, dtype, op), comm,
+                                  m->below.allreduce_module);
     }
     call.callno = (uint64_t) callno;
     call.send = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf;
@@ -209,7 +210,7 @@ allreduce_body(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *
     return run_allreduce(m, alg, &call, comm);
 }
 
-int mca_coll_offload_allreduce_wire(const void *sbuf, void *rbuf, int count,
+int mca_coll_offload_allreduce_wire(const void *sbuf, void *rbuf, ofl_count_t count,
                                     struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                     struct ompi_communicator_t *comm,
                                     mca_coll_base_module_t *module)
@@ -219,9 +220,9 @@ int mca_coll_offload_allreduce_wire(const void *sbuf, void *rbuf, int count,
 
 /* Reproducible mode, not a repeat: the kind and mode checks. */
 static __attribute__((noinline)) int
-allreduce_repsum_first(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                       struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                       mca_coll_base_module_t *module)
+allreduce_repsum_first(const void *sbuf, void *rbuf, ofl_count_t count,
+                       struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                       struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     if (mca_coll_offload_repsum_wanted(&m->repsum, dtype, op, comm)) {
@@ -234,7 +235,7 @@ allreduce_repsum_first(const void *sbuf, void *rbuf, int count, struct ompi_data
 /* A communicator whose mode is not off. Only tail calls: a repeat of the last
  * reproducible call goes straight to its conversions. */
 static __attribute__((noinline)) int
-allreduce_repsum(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+allreduce_repsum(const void *sbuf, void *rbuf, ofl_count_t count, struct ompi_datatype_t *dtype,
                  struct ompi_op_t *op, struct ompi_communicator_t *comm,
                  mca_coll_base_module_t *module)
 {
@@ -247,7 +248,7 @@ allreduce_repsum(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t
 }
 
 /* Only tail calls: neither path pays for the other's frame. */
-int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
+int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, ofl_count_t count,
                                struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
@@ -257,9 +258,10 @@ int mca_coll_offload_allreduce(const void *sbuf, void *rbuf, int count,
     return allreduce_repsum(sbuf, rbuf, count, dtype, op, comm, module);
 }
 
-static int reduce_impl(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                       struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
-                       mca_coll_base_module_t *module, int ignore_policy)
+static int reduce_impl(const void *sbuf, void *rbuf, ofl_count_t count,
+                       struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                       struct ompi_communicator_t *comm, mca_coll_base_module_t *module,
+                       int ignore_policy)
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
     const mca_coll_offload_params_t *p = &mca_coll_offload_component.params;
@@ -277,8 +279,9 @@ static int reduce_impl(const void *sbuf, void *rbuf, int count, struct ompi_data
             return rc;
         }
         decide_fallback_note(OFL_COLL_REDUCE, R_POLICY, bytes, comm);
-        return m->below.reduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op), root,
-                              comm, m->below.reduce_module);
+        return m->below.reduce(sbuf, rbuf, count, dtype,
+                               mca_coll_offload_below_op(&m->below, dtype, op), root, comm,
+                               m->below.reduce_module);
     }
     ofl_call_t call = { 0 };
     ofl_alg_t alg = OFL_ALG_FALLBACK;
@@ -306,8 +309,9 @@ static int reduce_impl(const void *sbuf, void *rbuf, int count, struct ompi_data
             return OMPI_SUCCESS;
         }
         decide_fallback_note(OFL_COLL_REDUCE, R_OFFLOAD == reason ? R_NIC : reason, bytes, comm);
-        return m->below.reduce(sbuf, rbuf, count, dtype, mca_coll_offload_below_op(dtype, op), root,
-                              comm, m->below.reduce_module);
+        return m->below.reduce(sbuf, rbuf, count, dtype,
+                               mca_coll_offload_below_op(&m->below, dtype, op), root, comm,
+                               m->below.reduce_module);
     }
     if (OPAL_UNLIKELY(p->check)) {
         /* full checks: every rank's record of this call first (a rank whose part
@@ -327,7 +331,7 @@ static int reduce_impl(const void *sbuf, void *rbuf, int count, struct ompi_data
     return run(m, OFL_COLL_REDUCE, &m->reduce[root], &call, comm);
 }
 
-int mca_coll_offload_reduce(const void *sbuf, void *rbuf, int count,
+int mca_coll_offload_reduce(const void *sbuf, void *rbuf, ofl_count_t count,
                             struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
                             struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
@@ -341,7 +345,7 @@ int mca_coll_offload_reduce(const void *sbuf, void *rbuf, int count,
     return reduce_impl(sbuf, rbuf, count, dtype, op, root, comm, module, 0);
 }
 
-int mca_coll_offload_reduce_node(const void *sbuf, void *rbuf, int count,
+int mca_coll_offload_reduce_node(const void *sbuf, void *rbuf, ofl_count_t count,
                                  struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
                                  struct ompi_communicator_t *comm,
                                  mca_coll_base_module_t *module)
@@ -351,7 +355,7 @@ int mca_coll_offload_reduce_node(const void *sbuf, void *rbuf, int count,
 
 /* A bcast small enough for the board: the root posts its bytes, the others copy
  * them from its lines. */
-static int bcast_board(mca_coll_offload_module_t *m, void *buf, int count,
+static int bcast_board(mca_coll_offload_module_t *m, void *buf, ofl_count_t count,
                        struct ompi_datatype_t *dtype, int root, int staged, ofl_call_t *call,
                        struct ompi_communicator_t *comm)
 {
@@ -375,7 +379,7 @@ static int bcast_board(mca_coll_offload_module_t *m, void *buf, int count,
     return rc;
 }
 
-int mca_coll_offload_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+int mca_coll_offload_bcast(void *buf, ofl_count_t count, struct ompi_datatype_t *dtype, int root,
                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;

@@ -19,9 +19,9 @@ static inline const mca_coll_offload_below_t *below_of(mca_coll_base_module_t *m
     return &((mca_coll_offload_base_module_t *) module)->below;
 }
 
-#define OP(dtype, op) mca_coll_offload_below_op(dtype, op)
+#define OP(dtype, op) mca_coll_offload_below_op(b, dtype, op)
 
-static int pt_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+static int pt_reduce_scatter(const void *sbuf, void *rbuf, ofl_counts_t rcounts,
                              struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                              struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
@@ -30,7 +30,7 @@ static int pt_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
                              b->reduce_scatter_module);
 }
 
-static int pt_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+static int pt_reduce_scatter_block(const void *sbuf, void *rbuf, ofl_count_t rcount,
                                    struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                    struct ompi_communicator_t *comm,
                                    mca_coll_base_module_t *module)
@@ -40,7 +40,7 @@ static int pt_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
                                    b->reduce_scatter_block_module);
 }
 
-static int pt_scan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+static int pt_scan(const void *sbuf, void *rbuf, ofl_count_t count, struct ompi_datatype_t *dtype,
                    struct ompi_op_t *op, struct ompi_communicator_t *comm,
                    mca_coll_base_module_t *module)
 {
@@ -48,7 +48,7 @@ static int pt_scan(const void *sbuf, void *rbuf, int count, struct ompi_datatype
     return b->scan(sbuf, rbuf, count, dtype, OP(dtype, op), comm, b->scan_module);
 }
 
-static int pt_exscan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+static int pt_exscan(const void *sbuf, void *rbuf, ofl_count_t count, struct ompi_datatype_t *dtype,
                      struct ompi_op_t *op, struct ompi_communicator_t *comm,
                      mca_coll_base_module_t *module)
 {
@@ -56,7 +56,7 @@ static int pt_exscan(const void *sbuf, void *rbuf, int count, struct ompi_dataty
     return b->exscan(sbuf, rbuf, count, dtype, OP(dtype, op), comm, b->exscan_module);
 }
 
-static int pt_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+static int pt_ireduce_scatter(const void *sbuf, void *rbuf, ofl_counts_t rcounts,
                               struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                               struct ompi_communicator_t *comm, ompi_request_t **request,
                               mca_coll_base_module_t *module)
@@ -66,7 +66,7 @@ static int pt_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
                               b->ireduce_scatter_module);
 }
 
-static int pt_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+static int pt_ireduce_scatter_block(const void *sbuf, void *rbuf, ofl_count_t rcount,
                                     struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                     struct ompi_communicator_t *comm, ompi_request_t **request,
                                     mca_coll_base_module_t *module)
@@ -76,7 +76,7 @@ static int pt_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
                                     b->ireduce_scatter_block_module);
 }
 
-static int pt_iscan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+static int pt_iscan(const void *sbuf, void *rbuf, ofl_count_t count, struct ompi_datatype_t *dtype,
                     struct ompi_op_t *op, struct ompi_communicator_t *comm,
                     ompi_request_t **request, mca_coll_base_module_t *module)
 {
@@ -84,16 +84,17 @@ static int pt_iscan(const void *sbuf, void *rbuf, int count, struct ompi_datatyp
     return b->iscan(sbuf, rbuf, count, dtype, OP(dtype, op), comm, request, b->iscan_module);
 }
 
-static int pt_iexscan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                      struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                      ompi_request_t **request, mca_coll_base_module_t *module)
+static int pt_iexscan(const void *sbuf, void *rbuf, ofl_count_t count,
+                      struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                      struct ompi_communicator_t *comm, ompi_request_t **request,
+                      mca_coll_base_module_t *module)
 {
     const mca_coll_offload_below_t *b = below_of(module);
     return b->iexscan(sbuf, rbuf, count, dtype, OP(dtype, op), comm, request,
                       b->iexscan_module);
 }
 
-static int pt_reduce_scatter_init(const void *sbuf, void *rbuf, const int *rcounts,
+static int pt_reduce_scatter_init(const void *sbuf, void *rbuf, ofl_counts_t rcounts,
                                   struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                   struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                   ompi_request_t **request, mca_coll_base_module_t *module)
@@ -103,7 +104,7 @@ static int pt_reduce_scatter_init(const void *sbuf, void *rbuf, const int *rcoun
                                   request, b->reduce_scatter_init_module);
 }
 
-static int pt_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount,
+static int pt_reduce_scatter_block_init(const void *sbuf, void *rbuf, ofl_count_t rcount,
                                         struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                         struct ompi_communicator_t *comm,
                                         struct ompi_info_t *info, ompi_request_t **request,
@@ -114,20 +115,20 @@ static int pt_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount
                                         request, b->reduce_scatter_block_init_module);
 }
 
-static int pt_scan_init(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                        struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                        struct ompi_info_t *info, ompi_request_t **request,
-                        mca_coll_base_module_t *module)
+static int pt_scan_init(const void *sbuf, void *rbuf, ofl_count_t count,
+                        struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                        struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                        ompi_request_t **request, mca_coll_base_module_t *module)
 {
     const mca_coll_offload_below_t *b = below_of(module);
     return b->scan_init(sbuf, rbuf, count, dtype, OP(dtype, op), comm, info, request,
                         b->scan_init_module);
 }
 
-static int pt_exscan_init(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                          struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                          struct ompi_info_t *info, ompi_request_t **request,
-                          mca_coll_base_module_t *module)
+static int pt_exscan_init(const void *sbuf, void *rbuf, ofl_count_t count,
+                          struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                          struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                          ompi_request_t **request, mca_coll_base_module_t *module)
 {
     const mca_coll_offload_below_t *b = below_of(module);
     return b->exscan_init(sbuf, rbuf, count, dtype, OP(dtype, op), comm, info, request,

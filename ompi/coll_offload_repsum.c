@@ -233,7 +233,7 @@ static inline int one_pass(mca_coll_offload_repsum_t *r, const void *src, void *
 
 /* The layouts are those of the predefined types: contiguous, no lower bound. */
 int mca_coll_offload_repsum_allreduce(mca_coll_offload_repsum_t *r, const void *sbuf, void *rbuf,
-                                      int count, struct ompi_datatype_t *dtype,
+                                      ofl_count_t count, struct ompi_datatype_t *dtype,
                                       struct ompi_communicator_t *comm,
                                       mca_coll_base_module_t *module,
                                       mca_coll_base_module_allreduce_fn_t self)
@@ -297,7 +297,7 @@ int mca_coll_offload_repsum_allreduce_again(mca_coll_offload_repsum_t *r, const 
 }
 
 int mca_coll_offload_repsum_reduce(mca_coll_offload_repsum_t *r, const void *sbuf, void *rbuf,
-                                   int count, struct ompi_datatype_t *dtype, int root,
+                                   ofl_count_t count, struct ompi_datatype_t *dtype, int root,
                                    struct ompi_communicator_t *comm,
                                    mca_coll_base_module_t *module,
                                    mca_coll_base_module_reduce_fn_t self,

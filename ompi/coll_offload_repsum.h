@@ -64,7 +64,7 @@ int mca_coll_offload_repsum_wanted(mca_coll_offload_repsum_t *r, struct ompi_dat
  * sets the memo), inline so the repeat costs three compares. */
 static inline int mca_coll_offload_repsum_again(const mca_coll_offload_repsum_t *r,
                                                 struct ompi_datatype_t *dtype,
-                                                struct ompi_op_t *op, int count)
+                                                struct ompi_op_t *op, ofl_count_t count)
 {
     return dtype == r->last_dtype && op == &ompi_mpi_op_sum.op && count == r->last_count;
 }
@@ -73,7 +73,7 @@ static inline int mca_coll_offload_repsum_again(const mca_coll_offload_repsum_t 
  * two-pass form (bit-identical): an allreduce of the meta elements through
  * `allreduce` (the module's own), then `self` on the 128-bit integers. */
 int mca_coll_offload_repsum_allreduce(mca_coll_offload_repsum_t *r, const void *sbuf, void *rbuf,
-                                      int count, struct ompi_datatype_t *dtype,
+                                      ofl_count_t count, struct ompi_datatype_t *dtype,
                                       struct ompi_communicator_t *comm,
                                       mca_coll_base_module_t *module,
                                       mca_coll_base_module_allreduce_fn_t self);
@@ -84,7 +84,7 @@ int mca_coll_offload_repsum_allreduce_again(mca_coll_offload_repsum_t *r, const 
                                             mca_coll_base_module_t *module,
                                             mca_coll_base_module_allreduce_fn_t self);
 int mca_coll_offload_repsum_reduce(mca_coll_offload_repsum_t *r, const void *sbuf, void *rbuf,
-                                   int count, struct ompi_datatype_t *dtype, int root,
+                                   ofl_count_t count, struct ompi_datatype_t *dtype, int root,
                                    struct ompi_communicator_t *comm,
                                    mca_coll_base_module_t *module,
                                    mca_coll_base_module_reduce_fn_t self,
@@ -94,7 +94,7 @@ void mca_coll_offload_repsum_fini(mca_coll_offload_repsum_t *r);
  * in reproducible mode: the binned call runs through `via`'s i<coll> or
  * <coll>_init (the node module's own entry points, or the layer below). */
 int mca_coll_offload_repsum_request(int reduce, int persistent, const void *sbuf, void *rbuf,
-                                    int count, struct ompi_datatype_t *dtype, int root,
+                                    ofl_count_t count, struct ompi_datatype_t *dtype, int root,
                                     struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                     ompi_request_t **request,
                                     const mca_coll_offload_below_t *via);

@@ -18,7 +18,7 @@
 #include "opal/util/output.h"
 
 /* Binned elements per call: two per complex value. */
-static inline size_t elements(int kind, int count)
+static inline size_t elements(int kind, ofl_count_t count)
 {
     size_t n = count > 0 ? (size_t) count : 0;
     return (OFL_RS_CFLOAT == kind || OFL_RS_CDOUBLE == kind) ? 2 * n : n;

@@ -199,7 +199,7 @@ static int rs_start(size_t count, ompi_request_t **requests)
 }
 
 int mca_coll_offload_repsum_request(int reduce, int persistent, const void *sbuf, void *rbuf,
-                                    int count, struct ompi_datatype_t *dtype, int root,
+                                    ofl_count_t count, struct ompi_datatype_t *dtype, int root,
                                     struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                     ompi_request_t **request, const mca_coll_offload_below_t *via)
 {

@@ -72,7 +72,7 @@ typedef struct mca_coll_offload_req {
     int staged;
     int root;
     void *buf;
-    int count;
+    ofl_count_t count;
     struct ompi_datatype_t *dtype;   /* retained while staged */
     size_t bytes;
     void *stage;                     /* grows only, kept with the object */
@@ -264,7 +264,7 @@ static void recycle(mca_coll_offload_req_t *r)
 }
 
 /* Staging for a non-contiguous bcast; grows only. Returns 0 or -1. */
-static int stage_prepare(mca_coll_offload_req_t *r, void *buf, int count,
+static int stage_prepare(mca_coll_offload_req_t *r, void *buf, ofl_count_t count,
                          struct ompi_datatype_t *dtype, int root, size_t bytes)
 {
     if (r->stage_bytes < bytes) {
@@ -388,10 +388,9 @@ static int start_one(mca_coll_offload_req_t *r)
 }
 
 int mca_coll_offload_request_make(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
-                                  ofl_req_kind_t kind, ofl_coll_t coll,
-                                  const ofl_program_t *prog, int board, const ofl_call_t *call,
-                                  void *buf, int count, struct ompi_datatype_t *dtype, int root,
-                                  ompi_request_t **request)
+                                  ofl_req_kind_t kind, ofl_coll_t coll, const ofl_program_t *prog,
+                                  int board, const ofl_call_t *call, void *buf, ofl_count_t count,
+                                  struct ompi_datatype_t *dtype, int root, ompi_request_t **request)
 {
     const char *what = mca_coll_offload_request_name(kind, coll);
     nb_activate();

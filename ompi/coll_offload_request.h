@@ -28,9 +28,9 @@ const char *mca_coll_offload_request_name(ofl_req_kind_t kind, ofl_coll_t coll);
  * means staged (count, dtype describe buf). On an error the message is out and
  * the error returned. */
 int mca_coll_offload_request_make(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
-                                  ofl_req_kind_t kind, ofl_coll_t coll,
-                                  const ofl_program_t *prog, int board, const ofl_call_t *call,
-                                  void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                                  ofl_req_kind_t kind, ofl_coll_t coll, const ofl_program_t *prog,
+                                  int board, const ofl_call_t *call, void *buf, ofl_count_t count,
+                                  struct ompi_datatype_t *dtype, int root,
                                   ompi_request_t **request);
 
 /* A persistent request of the layer below (`inner`, a call of `bytes` with

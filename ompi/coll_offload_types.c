@@ -245,7 +245,7 @@ int mca_coll_offload_map(struct ompi_datatype_t *dtype, struct ompi_op_t *op, of
  * process, created by the first module and released with the last.
  */
 static opal_mutex_t wrap_lock = OPAL_MUTEX_STATIC_INIT;   /* module set-up: application threads */
-static ompi_op_t *wrap_op[4];   /* SUM, PROD, MIN, MAX */
+static ompi_op_t *wrap_op[6];   /* SUM, PROD, MIN, MAX, MINLOC, MAXLOC */
 static int wrap_refs;
 
 
@@ -281,6 +281,20 @@ static void wrap_min(void *in, void *inout, int *len, struct ompi_datatype_t **d
 static void wrap_max(void *in, void *inout, int *len, struct ompi_datatype_t **dt)
 {
     wrap_apply(OFL_OP_MAX, &ompi_mpi_op_max.op, in, inout, len, dt);
+}
+
+/* MINLOC and MAXLOC for a layer below that gets the pair types wrong (coll/xhc and
+ * coll/acoll of Open MPI 6 size their copies by a pair's data bytes, 12 for
+ * MPI_DOUBLE_INT, while the op walks its 16-byte extent): the intrinsic op itself,
+ * declared non-commutative, which both hand to Open MPI's base algorithms. */
+static void wrap_minloc(void *in, void *inout, int *len, struct ompi_datatype_t **dt)
+{
+    ompi_op_reduce(&ompi_mpi_op_minloc.op, in, inout, (size_t) (*len > 0 ? *len : 0), *dt);
+}
+
+static void wrap_maxloc(void *in, void *inout, int *len, struct ompi_datatype_t **dt)
+{
+    ompi_op_reduce(&ompi_mpi_op_maxloc.op, in, inout, (size_t) (*len > 0 ? *len : 0), *dt);
 }
 
 static void repsum_apply(void *in, void *inout, int *len, struct ompi_datatype_t **dt)
@@ -344,11 +358,13 @@ void mca_coll_offload_wrap_ops_retain(void)
 {
     OPAL_THREAD_LOCK(&wrap_lock);
     if (0 == wrap_refs++) {
-        wrap_op[0] = ompi_op_create_user(true, (ompi_op_fortran_handler_fn_t *) wrap_sum);
-        wrap_op[1] = ompi_op_create_user(true, (ompi_op_fortran_handler_fn_t *) wrap_prod);
-        wrap_op[2] = ompi_op_create_user(true, (ompi_op_fortran_handler_fn_t *) wrap_min);
-        wrap_op[3] = ompi_op_create_user(true, (ompi_op_fortran_handler_fn_t *) wrap_max);
-        repsum_op = ompi_op_create_user(true, (ompi_op_fortran_handler_fn_t *) repsum_apply);
+        wrap_op[0] = OFL_OP_CREATE_USER(true, wrap_sum);
+        wrap_op[1] = OFL_OP_CREATE_USER(true, wrap_prod);
+        wrap_op[2] = OFL_OP_CREATE_USER(true, wrap_min);
+        wrap_op[3] = OFL_OP_CREATE_USER(true, wrap_max);
+        wrap_op[4] = OFL_OP_CREATE_USER(false, wrap_minloc);
+        wrap_op[5] = OFL_OP_CREATE_USER(false, wrap_maxloc);
+        repsum_op = OFL_OP_CREATE_USER(true, repsum_apply);
         if (OMPI_SUCCESS != ompi_datatype_create_contiguous((int) sizeof(ofl_repsum_t),
                                                             MPI_BYTE, &repsum_type)
             || OMPI_SUCCESS != ompi_datatype_commit(&repsum_type)) {
@@ -366,7 +382,7 @@ void mca_coll_offload_wrap_ops_release(void)
 {
     OPAL_THREAD_LOCK(&wrap_lock);
     if (wrap_refs > 0 && 0 == --wrap_refs) {
-        for (int i = 0; i < 4; ++i) {
+        for (int i = 0; i < 6; ++i) {
             if (NULL != wrap_op[i]) {
                 OBJ_RELEASE(wrap_op[i]);
                 wrap_op[i] = NULL;
@@ -392,8 +408,14 @@ void mca_coll_offload_wrap_ops_release(void)
     OPAL_THREAD_UNLOCK(&wrap_lock);
 }
 
-struct ompi_op_t *mca_coll_offload_below_op(struct ompi_datatype_t *dtype, struct ompi_op_t *op)
+struct ompi_op_t *mca_coll_offload_below_op(const mca_coll_offload_below_t *below,
+                                            struct ompi_datatype_t *dtype, struct ompi_op_t *op)
 {
+    if (OPAL_UNLIKELY(below->pairs_wrong)
+        && (op == &ompi_mpi_op_minloc.op || op == &ompi_mpi_op_maxloc.op)) {
+        struct ompi_op_t *w = wrap_op[op == &ompi_mpi_op_minloc.op ? 4 : 5];
+        return NULL != w ? w : op;
+    }
     if (op == &ompi_mpi_op_min.op || op == &ompi_mpi_op_max.op) {
         /* Open MPI 4.1's own MIN/MAX compare MPI_UNSIGNED_LONG as signed and
          * MPI_OFFSET as unsigned (5.0.7: MPI_OFFSET still); the ALU's are right. */

@@ -12,6 +12,7 @@
 #include "ompi_config.h"
 
 #include "alu/alu.h"
+#include "coll_offload_below.h"
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/op/op.h"
 
@@ -31,7 +32,8 @@ int mca_coll_offload_types_overflow(void);
  * them) and MPI_MIN/MPI_MAX on MPI_UNSIGNED_LONG and MPI_OFFSET (wrong
  * signedness) get a user op over the ALU's kernels. Each module holds a
  * reference on those ops from construction to destruction. */
-struct ompi_op_t *mca_coll_offload_below_op(struct ompi_datatype_t *dtype, struct ompi_op_t *op);
+struct ompi_op_t *mca_coll_offload_below_op(const mca_coll_offload_below_t *below,
+                                            struct ompi_datatype_t *dtype, struct ompi_op_t *op);
 void mca_coll_offload_wrap_ops_retain(void);
 void mca_coll_offload_wrap_ops_release(void);
 

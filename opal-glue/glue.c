@@ -9,6 +9,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,6 +189,10 @@ static const glue_var_t late_vars[] = {
     { "inject", VAR_STRING, OPAL_INFO_LVL_9, PARAM(inject),
       "For tests only: STEP:RANK[:kill],... makes set-up steps fail on chosen ranks (see "
       "docs/parameters.md); empty: nothing injected" },
+    { "device_assume", VAR_STRING, OPAL_INFO_LVL_9, PARAM(device_assume),
+      "For tests only: none, converted or raw makes the process act as if device memory "
+      "could (raw) or could only after a converting component (converted) reach it; empty: "
+      "as the accelerator framework says" },
     { "ofi_provider", VAR_STRING, OPAL_INFO_LVL_5, PARAM(ofi_provider),
       "libfabric provider of the leaders' level; empty: the first with triggered atomics, "
       "else the first with RDM, RMA and remote-write counters (never shm)" },
@@ -248,6 +253,7 @@ static void set_defaults(mca_coll_offload_params_t *p)
     p->agree_above = -1;
     p->ofi_fabric = (char *) "";
     p->inject = (char *) "";
+    p->device_assume = (char *) "";
     p->repsum = 0;
     p->repsum_two_pass_min = 256;
     p->persistent_ordered = 0;
@@ -422,6 +428,15 @@ int ofl_glue_parse_policies(mca_coll_offload_params_t *p)
     }
     p->slots = slots;
     for (int k = 0; k < OFL_COLL_COUNT; ++k) {
+        /* What runs offloaded counts its elements in an int; anything larger (Open MPI
+         * 6 passes the MPI-4 large counts down) goes to the fallback, decided by the
+         * byte size every rank shares. */
+        if (p->max_bytes[k] > (size_t) INT_MAX) {
+            p->max_bytes[k] = (size_t) INT_MAX;
+        }
+        if (p->hier_max_bytes[k] > (size_t) INT_MAX) {
+            p->hier_max_bytes[k] = (size_t) INT_MAX;
+        }
         char err[160];
         if (0 != ofl_policy_parse(p->policy_text[k], &p->policy[k], err,
                                   sizeof(err))) {

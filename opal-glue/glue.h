@@ -55,6 +55,7 @@ typedef struct {
     char *ofi_fabric;                   /* "" : the provider's first non-loopback one */
     int ofi_native;                     /* leaders' calls as triggered operations */
     char *inject;                       /* tests only: STEP:RANK[:kill],... (see below) */
+    char *device_assume;                /* tests only: "", none, converted or raw */
     int agree_above;                    /* blocking fallbacks the policy chose wait for
                                            the call records above this many bytes */
     int repsum;                         /* reproducible float sums (info key overrides) */
