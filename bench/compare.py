@@ -71,6 +71,16 @@ SELECTIONS = {
     "sm": ["--mca", "coll", "sm,tuned," + FALLBACK, "--mca", "coll_sm_priority", "100"],
     # Open MPI's hierarchical component (4.1 and 5.0), in front of tuned.
     "han": ["--mca", "coll", "han,tuned," + FALLBACK, "--mca", "coll_han_priority", "100"],
+    # Open MPI 6's intra-node components (main, v6.0.x). Both default to priority 0, which
+    # leaves them unused: raised here. acoll declines communicators below
+    # coll_acoll_comm_size_thresh (16) ranks, so that is lowered; xhc without XPMEM (single
+    # copy by CMA alone) crashes on (all)reduces above its copy-in-copy-out limit (4 KiB), so
+    # that limit covers the sizes measured.
+    "xhc": ["--mca", "coll", "xhc,tuned," + FALLBACK, "--mca", "coll_xhc_priority", "100",
+            "--mca", "coll_xhc_allreduce_cico_max", "1048576",
+            "--mca", "coll_xhc_reduce_cico_max", "1048576"],
+    "acoll": ["--mca", "coll", "acoll,tuned," + FALLBACK, "--mca", "coll_acoll_priority", "100",
+              "--mca", "coll_acoll_comm_size_thresh", "2"],
     # offload with its progress agent in the real-time class (coll_offload_agent_preempt=2)
     "offload-rt": ["--mca", "coll", "offload,tuned," + FALLBACK,
                    "--mca", "coll_offload_agent_preempt", "2"],
@@ -84,6 +94,8 @@ STYLE = {
     "han": ("tab:purple", "D"),
     "offload-rt": ("tab:orange", "v"),
     "offload-base": ("tab:gray", "x"),
+    "xhc": ("tab:brown", "P"),
+    "acoll": ("tab:olive", "*"),
 }
 SYSTEM_COMPONENT_DIR = "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3"
 

@@ -10,9 +10,11 @@
 # configure: make -C ompi/mca/coll/offload).
 #
 # Usage: contrib/ompi-tree.sh OMPI_SRC_DIR
-# A second run replaces the copy (edits belong in this repository, not there);
-# then run autogen.pl and configure again: Open MPI's make cannot remake its
-# configure by itself.
+# A second run brings the copy up to date (edits belong in this repository, not
+# there): only files whose content changed are written, and what Open MPI's build
+# generated there stays, so that after an edit of sources `make` is enough. When the
+# list of files or configure.m4 changed, run autogen.pl and configure again: Open
+# MPI's make cannot remake its configure by itself.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -23,8 +25,11 @@ if [ ! -f "$ompi/ompi/mca/coll/coll.h" ] || [ ! -f "$ompi/autogen.pl" ]; then
     exit 1
 fi
 
-dest=$ompi/ompi/mca/coll/offload
-rm -rf "$dest"
+final=$ompi/ompi/mca/coll/offload
+# Made in a scratch directory, then copied over where it differs (below).
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/ompi-tree.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+dest=$scratch
 mkdir -p "$dest/src" "$dest/ompi" "$dest/opal-glue"
 
 # The core without its stand-alone Makefile.am and the simulated NIC (tests only).
@@ -64,5 +69,20 @@ awk -v core="$core" -v comp="$component" \
 # Open MPI's autogen.pl lists component owners; the file is optional but keeps
 # its report complete.
 printf 'owner: other\nstatus: maintenance\n' > "$dest/owner.txt"
+
+# Into place: changed and new files only (an unchanged file keeps its time, so
+# Open MPI's make rebuilds what changed and never reruns automake for nothing);
+# our files that are gone from the repository are removed.
+mkdir -p "$final"
+(cd "$dest" && find . -type f) | while read -r f; do
+    if ! cmp -s "$dest/$f" "$final/$f"; then
+        mkdir -p "$final/$(dirname "$f")"
+        cp "$dest/$f" "$final/$f"
+    fi
+done
+(cd "$final" && find src ompi opal-glue -name '*.[ch]' 2>/dev/null) | while read -r f; do
+    [ -f "$dest/$f" ] || rm -f "$final/$f"
+done
+dest=$final
 
 echo "coll/offload placed in $dest; now, in $ompi: ./autogen.pl && ./configure ... && make"
