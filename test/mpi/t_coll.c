@@ -7,23 +7,19 @@
  * MPI_Barrier, the collectives coll/offload provides.
  *
  * Every rank derives its input from (rank in comm, element index, per-test
- * seed), so each rank computes the expected result on its own with a scalar
- * reference in plain C and compares; no rank trusts another rank's result.
- * Inputs are chosen so results are exact whatever the combination order:
- * integers wrap modulo 2^N (the reference computes in unsigned), PROD uses odd
- * integers (units modulo 2^N) and powers of two for floating point, sums of
- * floating point values are sums of small halves.  Floating-point results must
- * also be bitwise identical on all ranks and on a repeated call.
+ * seed), so each rank computes the expected result on its own with the scalar
+ * reference of t_ops.h and compares; no rank trusts another rank's result.
+ * Inputs are chosen so results are exact whatever the combination order (t_ops.h
+ * says how).  Floating-point results must also be bitwise identical on all ranks
+ * and on a repeated call.
  *
  * Usage: t_coll [--quick] [--expect-offload] [-v]
  */
-#include "t_common.h"
+#include "t_ops.h"
 
-#include <complex.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <float.h>
-#include <stdbool.h>
 #include <stddef.h>
 #include <sys/stat.h>
 
@@ -39,430 +35,76 @@
 #define GUARD_BYTE 0xA5
 #define JUNK_BYTE 0x5A
 
-enum { K_INT, K_FLOAT, K_COMPLEX, K_BOOL, K_BYTE, K_PAIR };
-
-enum {
-    O_SUM, O_PROD, O_MIN, O_MAX, O_LAND, O_LOR, O_LXOR, O_BAND, O_BOR, O_BXOR,
-    O_MINLOC, O_MAXLOC, O_N
-};
-
-static const char *op_names[O_N] = {
-    "SUM", "PROD", "MIN", "MAX", "LAND", "LOR", "LXOR", "BAND", "BOR", "BXOR",
-    "MINLOC", "MAXLOC"
-};
-
-/* Handles are not constant expressions in every MPI, so map at run time. */
-static MPI_Op op_handle(int op)
-{
-    const MPI_Op ops[O_N] = {
-        MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX, MPI_LAND, MPI_LOR, MPI_LXOR, MPI_BAND,
-        MPI_BOR, MPI_BXOR, MPI_MINLOC, MPI_MAXLOC
-    };
-    return ops[op];
-}
-
-static int op_is_logical(int op)
-{
-    return O_LAND == op || O_LOR == op || O_LXOR == op;
-}
-
-/* Decision bits for "should this element be zero" in logical ops. */
-static int logical_zero(int op, uint64_t h)
-{
-    /* LAND needs mostly-true inputs, otherwise the result is almost always 0. */
-    return O_LAND == op ? (0 == h % 16) : (int)(h & 1);
-}
-
-/* ---- per-type reference implementations ------------------------------------ */
-
-/* Input bits of integer types, masked to the type's width. */
-static uint64_t int_bits(int op, uint64_t h, unsigned bytes)
-{
-    uint64_t mask = bytes >= 8 ? ~0ULL : (1ULL << (8 * bytes)) - 1;
-    uint64_t v = t_mix(h ^ 0x5bd1e9955bd1e995ULL) & mask;
-    switch (op) {
-    case O_PROD:
-        /* Odd numbers are units modulo 2^N, so products keep all their bits
-         * instead of collapsing to 0; rare 0 and 2 cover the other cases. */
-        if (0 == h % 97) {
-            return 0;
-        }
-        if (0 == h % 61) {
-            return 2;
-        }
-        return v | 1;
-    case O_LAND:
-    case O_LOR:
-    case O_LXOR:
-        if (logical_zero(op, h)) {
-            return 0;
-        }
-        /* Nonzero values other than 1 check that "true" is not assumed to be 1. */
-        return 0 != v ? v : 1;
-    default:
-        /* Full-range values: sums overflow often, which catches saturation. */
-        return v;
-    }
-}
-
-/* Integers: arithmetic in the unsigned type U so wraparound is defined. */
-#define DEF_INT(ID, T, U, S)                                                         \
-    static void gen_##ID(int op, uint64_t h, int n, void *p)                        \
-    {                                                                               \
-        (void)n;                                                                    \
-        T v = (T)(U)int_bits(op, h, sizeof(T));                                     \
-        memcpy(p, &v, sizeof(v));                                                   \
-    }                                                                               \
-    static void comb_##ID(int op, void *pa, const void *pb)                         \
-    {                                                                               \
-        T a, b;                                                                     \
-        memcpy(&a, pa, sizeof(a));                                                  \
-        memcpy(&b, pb, sizeof(b));                                                  \
-        switch (op) {                                                               \
-        case O_SUM: a = (T)(U)((uintmax_t)(U)a + (U)b); break;                      \
-        case O_PROD: a = (T)(U)((uintmax_t)(U)a * (U)b); break;                     \
-        case O_MIN: if (b < a) { a = b; } break;                                    \
-        case O_MAX: if (b > a) { a = b; } break;                                    \
-        case O_LAND: a = (T)(a && b); break;                                        \
-        case O_LOR: a = (T)(a || b); break;                                         \
-        case O_LXOR: a = (T)(!a != !b); break;                                      \
-        case O_BAND: a = (T)(a & b); break;                                         \
-        case O_BOR: a = (T)(a | b); break;                                          \
-        case O_BXOR: a = (T)(a ^ b); break;                                         \
-        default: abort();                                                           \
-        }                                                                           \
-        memcpy(pa, &a, sizeof(a));                                                  \
-    }                                                                               \
-    static int eq_##ID(const void *pa, const void *pb)                              \
-    {                                                                               \
-        return 0 == memcmp(pa, pb, sizeof(T));                                      \
-    }                                                                               \
-    static int normeq_##ID(const void *pg, const void *pe)                          \
-    {                                                                               \
-        T g, e;                                                                     \
-        memcpy(&g, pg, sizeof(g));                                                  \
-        memcpy(&e, pe, sizeof(e));                                                  \
-        return (0 == g || 1 == g) && (g != 0) == (e != 0);                          \
-    }                                                                               \
-    static void fmt_##ID(const void *p, char *buf, size_t len)                      \
-    {                                                                               \
-        T v;                                                                        \
-        memcpy(&v, p, sizeof(v));                                                   \
-        if (S) {                                                                    \
-            snprintf(buf, len, "%lld (0x%llx)", (long long)v,                       \
-                     (unsigned long long)(U)v);                                     \
-        } else {                                                                    \
-            snprintf(buf, len, "%llu (0x%llx)", (unsigned long long)v,              \
-                     (unsigned long long)v);                                        \
-        }                                                                           \
-    }
-
-DEF_INT(int8, int8_t, uint8_t, 1)
-DEF_INT(uint8, uint8_t, uint8_t, 0)
-DEF_INT(int16, int16_t, uint16_t, 1)
-DEF_INT(uint16, uint16_t, uint16_t, 0)
-DEF_INT(int32, int32_t, uint32_t, 1)
-DEF_INT(uint32, uint32_t, uint32_t, 0)
-DEF_INT(int64, int64_t, uint64_t, 1)
-DEF_INT(uint64, uint64_t, uint64_t, 0)
-DEF_INT(char, char, unsigned char, 1)
-DEF_INT(schar, signed char, unsigned char, 1)
-DEF_INT(uchar, unsigned char, unsigned char, 0)
-DEF_INT(short, short, unsigned short, 1)
-DEF_INT(ushort, unsigned short, unsigned short, 0)
-DEF_INT(int, int, unsigned, 1)
-DEF_INT(uint, unsigned, unsigned, 0)
-DEF_INT(long, long, unsigned long, 1)
-DEF_INT(ulong, unsigned long, unsigned long, 0)
-DEF_INT(llong, long long, unsigned long long, 1)
-DEF_INT(ullong, unsigned long long, unsigned long long, 0)
-DEF_INT(byte, uint8_t, uint8_t, 0)
-
-/* Powers of two: products are exact in any order. */
-static const double prod_vals[8] = { 1, -1, 2, -2, 0.5, -0.5, 1, -1 };
-
-#define DEF_FLT(ID, T)                                                              \
-    static void gen_##ID(int op, uint64_t h, int n, void *p)                        \
-    {                                                                               \
-        (void)n;                                                                    \
-        T v;                                                                        \
-        if (O_SUM == op) {                                                          \
-            v = (T)((int)(h % 33) - 16) / 2;                                        \
-        } else if (O_PROD == op) {                                                  \
-            v = (T)prod_vals[h & 7];                                                \
-        } else {                                                                    \
-            v = (T)((int64_t)(h % 2000001) - 1000000) / 8;                          \
-        }                                                                           \
-        memcpy(p, &v, sizeof(v));                                                  \
-    }                                                                               \
-    static void comb_##ID(int op, void *pa, const void *pb)                         \
-    {                                                                               \
-        T a, b;                                                                     \
-        memcpy(&a, pa, sizeof(a));                                                  \
-        memcpy(&b, pb, sizeof(b));                                                  \
-        switch (op) {                                                               \
-        case O_SUM: a += b; break;                                                  \
-        case O_PROD: a *= b; break;                                                 \
-        case O_MIN: if (b < a) { a = b; } break;                                    \
-        case O_MAX: if (b > a) { a = b; } break;                                    \
-        default: abort();                                                           \
-        }                                                                           \
-        memcpy(pa, &a, sizeof(a));                                                  \
-    }                                                                               \
-    static int eq_##ID(const void *pa, const void *pb)                              \
-    {                                                                               \
-        T a, b;                                                                     \
-        memcpy(&a, pa, sizeof(a));                                                  \
-        memcpy(&b, pb, sizeof(b));                                                  \
-        return a == b;                                                              \
-    }                                                                               \
-    static void fmt_##ID(const void *p, char *buf, size_t len)                      \
-    {                                                                               \
-        T v;                                                                        \
-        memcpy(&v, p, sizeof(v));                                                   \
-        snprintf(buf, len, "%.21Lg", (long double)v);                               \
-    }
-
-DEF_FLT(float, float)
-DEF_FLT(double, double)
-DEF_FLT(ldouble, long double)
-
-/* Gaussian integers of small norm: complex products stay exact integers. */
-static const int cpx_re[8] = { 1, -1, 0, 0, 1, 1, -1, 2 };
-static const int cpx_im[8] = { 0, 0, 1, -1, 1, -1, 1, 0 };
-
-/* Complex values are handled as R[2], the layout C11 guarantees. */
-#define DEF_CPX(ID, T, R)                                                           \
-    static void gen_##ID(int op, uint64_t h, int n, void *p)                        \
-    {                                                                               \
-        R v[2];                                                                     \
-        if (O_SUM == op) {                                                          \
-            v[0] = (R)((int)(h % 17) - 8);                                          \
-            v[1] = (R)((int)((h >> 8) % 17) - 8);                                   \
-        } else {                                                                    \
-            /* Only units on big comms keep |product| far below 2^24. */            \
-            unsigned k = (unsigned)(n <= 16 ? h & 7 : h & 3);                       \
-            v[0] = (R)cpx_re[k];                                                    \
-            v[1] = (R)cpx_im[k];                                                    \
-        }                                                                           \
-        memcpy(p, v, sizeof(v));                                                    \
-    }                                                                               \
-    static void comb_##ID(int op, void *pa, const void *pb)                         \
-    {                                                                               \
-        T a, b;                                                                     \
-        memcpy(&a, pa, sizeof(a));                                                  \
-        memcpy(&b, pb, sizeof(b));                                                  \
-        if (O_SUM == op) {                                                          \
-            a += b;                                                                 \
-        } else {                                                                    \
-            a *= b;                                                                 \
-        }                                                                           \
-        memcpy(pa, &a, sizeof(a));                                                  \
-    }                                                                               \
-    static int eq_##ID(const void *pa, const void *pb)                              \
-    {                                                                               \
-        R a[2], b[2];                                                               \
-        memcpy(a, pa, sizeof(a));                                                   \
-        memcpy(b, pb, sizeof(b));                                                   \
-        return a[0] == b[0] && a[1] == b[1];                                        \
-    }                                                                               \
-    static void fmt_##ID(const void *p, char *buf, size_t len)                      \
-    {                                                                               \
-        R v[2];                                                                     \
-        memcpy(v, p, sizeof(v));                                                    \
-        snprintf(buf, len, "(%.21Lg, %.21Lg)", (long double)v[0], (long double)v[1]); \
-    }
-
-DEF_CPX(cfloat, float _Complex, float)
-DEF_CPX(cdouble, double _Complex, double)
-DEF_CPX(cldouble, long double _Complex, long double)
-
-static void gen_bool(int op, uint64_t h, int n, void *p)
-{
-    (void)n;
-    bool v = !logical_zero(op, h);
-    memcpy(p, &v, sizeof(v));
-}
-
-static void comb_bool(int op, void *pa, const void *pb)
-{
-    bool a, b;
-    memcpy(&a, pa, sizeof(a));
-    memcpy(&b, pb, sizeof(b));
-    switch (op) {
-    case O_LAND: a = a && b; break;
-    case O_LOR: a = a || b; break;
-    case O_LXOR: a = a != b; break;
-    default: abort();
-    }
-    memcpy(pa, &a, sizeof(a));
-}
-
-static int eq_bool(const void *pa, const void *pb)
-{
-    /* Byte compare: a "true" other than 1 is an invalid bool, hence an error. */
-    return 0 == memcmp(pa, pb, sizeof(bool));
-}
-
-static void fmt_bool(const void *p, char *buf, size_t len)
-{
-    unsigned char c;
-    memcpy(&c, p, 1);
-    snprintf(buf, len, "byte 0x%02x", c);
-}
-
-/* MINLOC/MAXLOC pairs: few distinct values so ties (lowest index wins) are common. */
-#define DEF_PAIR(ID, VT)                                                            \
-    typedef struct {                                                                \
-        VT v;                                                                       \
-        int i;                                                                      \
-    } ID##_t;                                                                       \
-    static void gen_##ID(int op, uint64_t h, int n, void *p)                        \
-    {                                                                               \
-        (void)op;                                                                   \
-        (void)n;                                                                    \
-        ID##_t x;                                                                   \
-        memset(&x, 0, sizeof(x));                                                   \
-        x.v = (VT)((int)(h % 7) - 3);                                               \
-        x.i = (int)(t_mix(h) % 2001) - 1000;                                        \
-        memcpy(p, &x, sizeof(x));                                                   \
-    }                                                                               \
-    static void comb_##ID(int op, void *pa, const void *pb)                         \
-    {                                                                               \
-        ID##_t a, b;                                                                \
-        memcpy(&a, pa, sizeof(a));                                                  \
-        memcpy(&b, pb, sizeof(b));                                                  \
-        int better = O_MINLOC == op ? b.v < a.v : b.v > a.v;                        \
-        if (better || (b.v == a.v && b.i < a.i)) {                                  \
-            a.v = b.v;                                                              \
-            a.i = b.i;                                                              \
-        }                                                                           \
-        memcpy(pa, &a, sizeof(a));                                                  \
-    }                                                                               \
-    static int eq_##ID(const void *pa, const void *pb)                              \
-    {                                                                               \
-        ID##_t a, b;                                                                \
-        memcpy(&a, pa, sizeof(a));                                                  \
-        memcpy(&b, pb, sizeof(b));                                                  \
-        return a.v == b.v && a.i == b.i;                                            \
-    }                                                                               \
-    static void fmt_##ID(const void *p, char *buf, size_t len)                      \
-    {                                                                               \
-        ID##_t x;                                                                   \
-        memcpy(&x, p, sizeof(x));                                                   \
-        snprintf(buf, len, "(%.21Lg, %d)", (long double)x.v, x.i);                  \
-    }
-
-DEF_PAIR(float_int, float)
-DEF_PAIR(double_int, double)
-DEF_PAIR(long_int, long)
-DEF_PAIR(two_int, int)
-DEF_PAIR(short_int, short)
-DEF_PAIR(ldouble_int, long double)
+/* The types of the matrix (t_ops.h), in the order their seeds are drawn. */
+static t_type_t *types[T_NTYPES];
+static int ntypes;
 
 typedef struct {
     unsigned short off, len;
 } sig_t;
 
-typedef struct {
-    const char *name;
-    MPI_Datatype dt;
-    int kind;
-    size_t size;            /* C sizeof; must equal the MPI extent */
-    int quick;              /* member of the --quick subset */
-    int fp;                 /* floating point: determinism is checked bitwise */
-    int nsig;               /* significant byte ranges (padding excluded) */
-    sig_t sig[2];
-    void (*gen)(int op, uint64_t h, int n, void *p);
-    void (*comb)(int op, void *acc, const void *in);
-    int (*eq)(const void *a, const void *b);
-    int (*normeq)(const void *got, const void *exp);
-    void (*fmt)(const void *p, char *buf, size_t len);
-    /* Known bug of the MPI library's own reduction for some ops on this type:
-     * the buggy semantics, the ops affected (bit mask) and a reference. */
-    void (*bug_comb)(int op, void *acc, const void *in);
-    unsigned bug_ops;
-    const char *bug_note;
-    int libbug[O_N];        /* preflight found exactly that bug in this library */
-} ttype_t;
-
-#define T_INT(ID, T, MPIT, Q)                                                       \
-    { #MPIT, MPIT, K_INT, sizeof(T), Q, 0, 1, { { 0, sizeof(T) }, { 0, 0 } },       \
-      gen_##ID, comb_##ID, eq_##ID, normeq_##ID, fmt_##ID, NULL, 0, NULL, { 0 } }
-#define T_FLT(ID, T, MPIT, Q, SIG)                                                  \
-    { #MPIT, MPIT, K_FLOAT, sizeof(T), Q, 1, 1, { { 0, SIG }, { 0, 0 } },           \
-      gen_##ID, comb_##ID, eq_##ID, NULL, fmt_##ID, NULL, 0, NULL, { 0 } }
-#define T_CPX(ID, R, MPIT, Q, SIG)                                                  \
-    { #MPIT, MPIT, K_COMPLEX, 2 * sizeof(R), Q, 1, 2,                               \
-      { { 0, SIG }, { sizeof(R), SIG } }, gen_##ID, comb_##ID, eq_##ID, NULL, fmt_##ID,      \
-      NULL, 0, NULL, { 0 } }
-#define T_PAIR(ID, MPIT, Q, FP, SIG)                                                \
-    { #MPIT, MPIT, K_PAIR, sizeof(ID##_t), Q, FP, 2,                                \
-      { { 0, SIG }, { offsetof(ID##_t, i), sizeof(int) } },                         \
-      gen_##ID, comb_##ID, eq_##ID, NULL, fmt_##ID, NULL, 0, NULL, { 0 } }
-
-static ttype_t types[] = {
-    T_INT(int8, int8_t, MPI_INT8_T, 1),
-    T_INT(uint8, uint8_t, MPI_UINT8_T, 1),
-    T_INT(int16, int16_t, MPI_INT16_T, 1),
-    T_INT(uint16, uint16_t, MPI_UINT16_T, 1),
-    T_INT(int32, int32_t, MPI_INT32_T, 0),
-    T_INT(uint32, uint32_t, MPI_UINT32_T, 1),
-    T_INT(int64, int64_t, MPI_INT64_T, 1),
-    T_INT(uint64, uint64_t, MPI_UINT64_T, 0),
-    /* MPI_CHAR is not a reduction type in the standard, but Open MPI accepts
-     * it, so an offloaded path must give the same answers as the fallback. */
-    T_INT(char, char, MPI_CHAR, 0),
-    T_INT(schar, signed char, MPI_SIGNED_CHAR, 0),
-    T_INT(uchar, unsigned char, MPI_UNSIGNED_CHAR, 0),
-    T_INT(short, short, MPI_SHORT, 0),
-    T_INT(ushort, unsigned short, MPI_UNSIGNED_SHORT, 0),
-    T_INT(int, int, MPI_INT, 1),
-    T_INT(uint, unsigned, MPI_UNSIGNED, 0),
-    T_INT(long, long, MPI_LONG, 0),
-    T_INT(ulong, unsigned long, MPI_UNSIGNED_LONG, 1),
-    T_INT(llong, long long, MPI_LONG_LONG, 0),
-    T_INT(ullong, unsigned long long, MPI_UNSIGNED_LONG_LONG, 0),
-    T_FLT(float, float, MPI_FLOAT, 1, sizeof(float)),
-    T_FLT(double, double, MPI_DOUBLE, 1, sizeof(double)),
-    T_FLT(ldouble, long double, MPI_LONG_DOUBLE, 1, LD_SIG),
-    { "MPI_C_BOOL", MPI_C_BOOL, K_BOOL, sizeof(bool), 1, 0, 1, { { 0, sizeof(bool) }, { 0, 0 } },
-      gen_bool, comb_bool, eq_bool, eq_bool, fmt_bool, NULL, 0, NULL, { 0 } },
-    { "MPI_BYTE", MPI_BYTE, K_BYTE, 1, 1, 0, 1, { { 0, 1 }, { 0, 0 } },
-      gen_byte, comb_byte, eq_byte, normeq_byte, fmt_byte, NULL, 0, NULL, { 0 } },
-    T_CPX(cfloat, float, MPI_C_FLOAT_COMPLEX, 1, sizeof(float)),
-    T_CPX(cdouble, double, MPI_C_DOUBLE_COMPLEX, 0, sizeof(double)),
-    T_CPX(cldouble, long double, MPI_C_LONG_DOUBLE_COMPLEX, 0, LD_SIG),
-    T_PAIR(float_int, MPI_FLOAT_INT, 0, 1, sizeof(float)),
-    T_PAIR(double_int, MPI_DOUBLE_INT, 1, 1, sizeof(double)),
-    T_PAIR(long_int, MPI_LONG_INT, 0, 0, sizeof(long)),
-    T_PAIR(two_int, MPI_2INT, 1, 0, sizeof(int)),
-    T_PAIR(short_int, MPI_SHORT_INT, 0, 0, sizeof(short)),
-    T_PAIR(ldouble_int, MPI_LONG_DOUBLE_INT, 1, 1, LD_SIG),
-};
-#define NTYPES ((int)(sizeof(types) / sizeof(types[0])))
-
-/* Which (op, type) pairs the MPI standard defines. */
-static int op_allowed(int op, int kind)
+/* The bytes of a floating-point element that carry its value (not the padding of a
+ * long double or of a pair): what the ranks' results must agree on bit for bit. */
+static int sig_ranges(const t_type_t *t, sig_t sig[2])
 {
-    switch (op) {
-    case O_SUM:
-    case O_PROD:
-        return K_INT == kind || K_FLOAT == kind || K_COMPLEX == kind;
-    case O_MIN:
-    case O_MAX:
-        return K_INT == kind || K_FLOAT == kind;
-    case O_LAND:
-    case O_LOR:
-    case O_LXOR:
-        return K_INT == kind || K_BOOL == kind;
-    case O_BAND:
-    case O_BOR:
-    case O_BXOR:
-        return K_INT == kind || K_BYTE == kind;
+    switch (t->store) {
+    case S_FLOAT:
+    case S_DOUBLE:
+        sig[0] = (sig_t) { 0, (unsigned short) t->size };
+        return 1;
+    case S_LDOUBLE:
+        sig[0] = (sig_t) { 0, LD_SIG };
+        return 1;
+    case S_CFLOAT:
+    case S_CDOUBLE:
+        sig[0] = (sig_t) { 0, (unsigned short) (t->size / 2) };
+        sig[1] = (sig_t) { (unsigned short) (t->size / 2), (unsigned short) (t->size / 2) };
+        return 2;
+    case S_CLDOUBLE:
+        sig[0] = (sig_t) { 0, LD_SIG };
+        sig[1] = (sig_t) { sizeof(long double), LD_SIG };
+        return 2;
+    case S_FLOAT_INT:
+        sig[0] = (sig_t) { 0, sizeof(float) };
+        sig[1] = (sig_t) { offsetof(t_float_int_t, i), sizeof(int) };
+        return 2;
+    case S_DOUBLE_INT:
+        sig[0] = (sig_t) { 0, sizeof(double) };
+        sig[1] = (sig_t) { offsetof(t_double_int_t, i), sizeof(int) };
+        return 2;
+    case S_LDOUBLE_INT:
+        sig[0] = (sig_t) { 0, LD_SIG };
+        sig[1] = (sig_t) { offsetof(t_ldouble_int_t, i), sizeof(int) };
+        return 2;
     default:
-        return K_PAIR == kind;
+        sig[0] = (sig_t) { 0, (unsigned short) t->size };
+        return 1;
     }
+}
+
+/* A known bug of the MPI library's own reduction for some ops on a type: the type
+ * whose semantics it applies instead, the ops affected (bit mask) and a reference. */
+typedef struct {
+    const t_type_t *as;
+    unsigned ops;
+    const char *note;
+} known_bug_t;
+
+static known_bug_t known_bugs[T_NTYPES];
+
+static const known_bug_t *known_bug(const t_type_t *t)
+{
+    return &known_bugs[t - t_types];
+}
+
+static const t_type_t *type_of(MPI_Datatype dt)
+{
+    for (int ti = 0; ti < T_NTYPES; ti++) {
+        if (dt == t_types[ti].dt) {
+            return &t_types[ti];
+        }
+    }
+    return NULL;
 }
 
 /* Element count whose byte size is well above 64 KiB (many ~8 KiB segments). */
@@ -491,14 +133,11 @@ static size_t large_count(size_t size)
  */
 static void register_known_bugs(void)
 {
-    for (int ti = 0; ti < NTYPES; ti++) {
-        if (MPI_UNSIGNED_LONG == types[ti].dt) {
-            types[ti].bug_comb = comb_long;
-            types[ti].bug_ops = (1u << O_MIN) | (1u << O_MAX);
-            types[ti].bug_note = "MIN/MAX of MPI_UNSIGNED_LONG compare signed "
-                                 "(Open MPI 4.1.2-4.1.4, open-mpi/ompi#10525)";
-        }
-    }
+    const t_type_t *ulong = type_of(MPI_UNSIGNED_LONG);
+    known_bugs[ulong - t_types] = (known_bug_t) {
+        type_of(MPI_LONG), (1u << O_MIN) | (1u << O_MAX),
+        "MIN/MAX of MPI_UNSIGNED_LONG compare signed (Open MPI 4.1.2-4.1.4, open-mpi/ompi#10525)"
+    };
 }
 
 static unsigned long long known_bug_hits;
@@ -587,13 +226,15 @@ static int guard_ok(const unsigned char *p)
 }
 
 /* Folds the significant (non-padding) bytes of count elements into a hash. */
-static uint64_t sig_hash(const ttype_t *t, const unsigned char *p, size_t count)
+static uint64_t sig_hash(const t_type_t *t, const unsigned char *p, size_t count)
 {
     uint64_t h = 0xcbf29ce484222325ULL;
+    sig_t sig[2];
+    int nsig = sig_ranges(t, sig);
     for (size_t i = 0; i < count; i++) {
-        for (int s = 0; s < t->nsig; s++) {
-            const unsigned char *q = p + i * t->size + t->sig[s].off;
-            for (unsigned b = 0; b < t->sig[s].len; b++) {
+        for (int s = 0; s < nsig; s++) {
+            const unsigned char *q = p + i * t->size + sig[s].off;
+            for (unsigned b = 0; b < sig[s].len; b++) {
                 h = (h ^ q[b]) * 0x100000001b3ULL;
             }
         }
@@ -602,13 +243,15 @@ static uint64_t sig_hash(const ttype_t *t, const unsigned char *p, size_t count)
 }
 
 /* Index of the first element whose significant bytes differ, or count. */
-static size_t sig_diff(const ttype_t *t, const unsigned char *a, const unsigned char *b,
+static size_t sig_diff(const t_type_t *t, const unsigned char *a, const unsigned char *b,
                        size_t count)
 {
+    sig_t sig[2];
+    int nsig = sig_ranges(t, sig);
     for (size_t i = 0; i < count; i++) {
-        for (int s = 0; s < t->nsig; s++) {
-            size_t o = i * t->size + t->sig[s].off;
-            if (0 != memcmp(a + o, b + o, t->sig[s].len)) {
+        for (int s = 0; s < nsig; s++) {
+            size_t o = i * t->size + sig[s].off;
+            if (0 != memcmp(a + o, b + o, sig[s].len)) {
                 return i;
             }
         }
@@ -618,7 +261,7 @@ static size_t sig_diff(const ttype_t *t, const unsigned char *a, const unsigned 
 
 typedef struct {
     const tcomm_t *c;
-    const ttype_t *t;
+    const t_type_t *t;
     int op;
     size_t count;
     uint64_t seed;
@@ -630,28 +273,51 @@ typedef struct {
  */
 static void make_case(const tcase_t *k)
 {
-    const ttype_t *t = k->t;
-    int alt = t->libbug[k->op];
-    unsigned char el[64];
+    const t_type_t *t = k->t;
+    const t_type_t *alt = t->libbug[k->op] ? known_bug(t)->as : NULL;
     for (size_t i = 0; i < k->count; i++) {
-        unsigned char *acc = b_exp + i * t->size, *acc2 = b_alt + i * t->size;
+        t_val_t el, acc, acc2;
         for (int r = 0; r < k->c->size; r++) {
-            memset(el, 0, sizeof(el));
-            t->gen(k->op, t_hash3(k->seed, (uint64_t)r, i), k->c->size, el);
+            t_gen(t, k->op, t_hash3(k->seed, (uint64_t)r, i), k->c->size, &el);
             if (r == k->c->rank) {
-                memcpy(b_in + i * t->size, el, t->size);
+                t_put(t, b_in, i, &el);
             }
             if (0 == r) {
-                memcpy(acc, el, t->size);
-                memcpy(acc2, el, t->size);
+                acc = acc2 = el;
             } else {
-                t->comb(k->op, acc, el);
-                if (alt) {
-                    t->bug_comb(k->op, acc2, el);
+                t_combine(t, k->op, &acc, &el);
+                if (NULL != alt) {
+                    t_combine(alt, k->op, &acc2, &el);
                 }
             }
         }
+        t_put(t, b_exp, i, &acc);
+        if (NULL != alt) {
+            t_put(t, b_alt, i, &acc2);
+        }
     }
+}
+
+/* Element i of the buffers a and b holds the same value. */
+static int same_at(const t_type_t *t, const unsigned char *a, const unsigned char *b, size_t i)
+{
+    t_val_t va, vb;
+    t_get(t, a, i, &va);
+    t_get(t, b, i, &vb);
+    return t_same(t, &va, &vb);
+}
+
+/* With one member no operation is applied, so a logical op may legitimately return
+ * the input unnormalized or normalized: element i of got is 0 or 1, as exp's is false
+ * or true. */
+static int normalized_at(const t_type_t *t, const unsigned char *got, const unsigned char *exp,
+                         size_t i)
+{
+    t_val_t g, e;
+    t_get(t, got, i, &g);
+    t_get(t, exp, i, &e);
+    return (K_INT == t->kind || K_BOOL == t->kind) && (0 == g.u || 1 == g.u)
+           && (0 != g.u) == (0 != e.u);
 }
 
 /* One check of a call: its result buffer (if any) and its send buffer (if asked) hold
@@ -660,7 +326,7 @@ static void make_case(const tcase_t *k)
 static int check_result(const tcase_t *k, const char *what, int root, int inplace, int rc,
                         const unsigned char *got, int check_send)
 {
-    const ttype_t *t = k->t;
+    const t_type_t *t = k->t;
     char ctx[256];
     snprintf(ctx, sizeof(ctx), "%s op=%s type=%s count=%zu root=%d inplace=%d comm=%s(n=%d)",
              what, op_names[k->op], t->name, k->count, root, inplace, k->c->name, k->c->size);
@@ -677,15 +343,15 @@ static int check_result(const tcase_t *k, const char *what, int root, int inplac
     if (NULL != got) {
         size_t nbad = 0, first = 0;
         size_t nbug = 0;
-        int lenient = 1 == k->c->size && op_is_logical(k->op) && NULL != t->normeq;
-        for (size_t i = 0; i < k->count; i++) {
-            const unsigned char *g = got + i * t->size, *e = b_exp + i * t->size;
-            /* With one member no operation is applied, so a logical op may
-             * legitimately return the input unnormalized or normalized. */
-            if (t->eq(g, e) || (lenient && t->normeq(g, e))) {
+        int lenient = 1 == k->c->size && op_is_logical(k->op);
+        /* The same bytes are the same values; only where they differ (padding, +0 and -0,
+         * or a wrong result) are the values compared. */
+        size_t n = 0 == memcmp(got, b_exp, k->count * t->size) ? 0 : k->count;
+        for (size_t i = 0; i < n; i++) {
+            if (same_at(t, got, b_exp, i) || (lenient && normalized_at(t, got, b_exp, i))) {
                 continue;
             }
-            if (t->libbug[k->op] && t->eq(g, b_alt + i * t->size)) {
+            if (t->libbug[k->op] && same_at(t, got, b_alt, i)) {
                 nbug++;
                 continue;
             }
@@ -698,9 +364,13 @@ static int check_result(const tcase_t *k, const char *what, int root, int inplac
         }
         if (0 != nbad) {
             char gs[128], es[128], is[128];
-            t->fmt(got + first * t->size, gs, sizeof(gs));
-            t->fmt(b_exp + first * t->size, es, sizeof(es));
-            t->fmt(b_in + first * t->size, is, sizeof(is));
+            t_val_t v;
+            t_get(t, got, first, &v);
+            t_fmt(t, &v, gs, sizeof(gs));
+            t_get(t, b_exp, first, &v);
+            t_fmt(t, &v, es, sizeof(es));
+            t_get(t, b_in, first, &v);
+            t_fmt(t, &v, is, sizeof(is));
             snprintf(why, sizeof(why), "%zu of %zu elements wrong, first [%zu]: got %s "
                      "expected %s (this rank's input %s)", nbad, k->count, first, gs, es, is);
         } else if (!guard_ok(got + k->count * t->size)) {
@@ -737,7 +407,7 @@ static void prep_recv(const tcase_t *k, unsigned char *p, int with_input)
 
 static void test_allreduce(const tcase_t *k)
 {
-    const ttype_t *t = k->t;
+    const t_type_t *t = k->t;
     MPI_Comm comm = k->c->comm;
     MPI_Op op = op_handle(k->op);
     int cnt = (int)k->count;
@@ -747,7 +417,7 @@ static void test_allreduce(const tcase_t *k)
     int rc = MPI_Allreduce(b_send, b_recv, cnt, t->dt, op, comm);
     int ok = check_result(k, "MPI_Allreduce", -1, 0, rc, b_recv, 1);
 
-    if (t->fp) {
+    if (t_type_fp(t)) {
         /* All members must hold bitwise the same floating-point result. */
         int n = k->c->size;
         uint64_t mine = ok ? sig_hash(t, b_recv, k->count) : 0;
@@ -778,7 +448,7 @@ static void test_allreduce(const tcase_t *k)
 
 static void test_reduce(const tcase_t *k, int root)
 {
-    const ttype_t *t = k->t;
+    const t_type_t *t = k->t;
     MPI_Comm comm = k->c->comm;
     MPI_Op op = op_handle(k->op);
     int cnt = (int)k->count, me = k->c->rank;
@@ -811,36 +481,36 @@ static void preflight_local_ops(void)
     const size_t count = 1000;
     unsigned char *a = malloc(count * 32), *b = malloc(count * 32);
     unsigned char *e = malloc(count * 32), *e2 = malloc(count * 32);
-    for (int ti = 0; ti < NTYPES; ti++) {
-        ttype_t *t = &types[ti];
+    for (int ti = 0; ti < ntypes; ti++) {
+        t_type_t *t = types[ti];
+        const known_bug_t *bug = known_bug(t);
         for (int op = 0; op < O_N; op++) {
             if (!op_allowed(op, t->kind)) {
                 continue;
             }
             uint64_t seed = t_hash3(0x10ca1ULL, (uint64_t)ti, (uint64_t)op);
             for (size_t i = 0; i < count; i++) {
-                unsigned char *pa = a + i * t->size, *pb = b + i * t->size;
-                memset(pa, 0, t->size);
-                memset(pb, 0, t->size);
-                t->gen(op, t_hash3(seed, 0, i), 2, pa);
-                t->gen(op, t_hash3(seed, 1, i), 2, pb);
-                memcpy(e + i * t->size, pa, t->size);
-                memcpy(e2 + i * t->size, pa, t->size);
-                t->comb(op, e + i * t->size, pb);
-                if (NULL != t->bug_comb) {
-                    t->bug_comb(op, e2 + i * t->size, pb);
+                t_val_t va, vb, ve, ve2;
+                t_gen(t, op, t_hash3(seed, 0, i), 2, &va);
+                t_gen(t, op, t_hash3(seed, 1, i), 2, &vb);
+                t_put(t, a, i, &va);
+                t_put(t, b, i, &vb);
+                ve = ve2 = va;
+                t_combine(t, op, &ve, &vb);
+                t_put(t, e, i, &ve);
+                if (NULL != bug->as) {
+                    t_combine(bug->as, op, &ve2, &vb);
+                    t_put(t, e2, i, &ve2);
                 }
             }
             /* inout = in op inout */
             int rc = MPI_Reduce_local(a, b, (int)count, t->dt, op_handle(op));
             size_t first = count, nbad = 0, nbug = 0;
             for (size_t i = 0; i < count; i++) {
-                const unsigned char *g = b + i * t->size;
-                if (t->eq(g, e + i * t->size)) {
+                if (same_at(t, b, e, i)) {
                     continue;
                 }
-                if (NULL != t->bug_comb && (t->bug_ops & (1u << op))
-                    && t->eq(g, e2 + i * t->size)) {
+                if (NULL != bug->as && (bug->ops & (1u << op)) && same_at(t, b, e2, i)) {
                     nbug++;
                     continue;
                 }
@@ -851,13 +521,16 @@ static void preflight_local_ops(void)
             if (MPI_SUCCESS == rc && 0 == nbad && 0 != nbug) {
                 t->libbug[op] = 1;
                 t_note("  NOTE: this MPI library's own %s on %s has a known bug: %s; results "
-                       "showing it are accepted\n", op_names[op], t->name, t->bug_note);
+                       "showing it are accepted\n", op_names[op], t->name, bug->note);
                 continue;
             }
             char gs[128] = "", es[128] = "";
             if (first < count) {
-                t->fmt(b + first * t->size, gs, sizeof(gs));
-                t->fmt(e + first * t->size, es, sizeof(es));
+                t_val_t v;
+                t_get(t, b, first, &v);
+                t_fmt(t, &v, gs, sizeof(gs));
+                t_get(t, e, first, &v);
+                t_fmt(t, &v, es, sizeof(es));
             }
             t_check(MPI_SUCCESS == rc && 0 == nbad, "MPI_Reduce_local op=%s type=%s count=%zu: "
                     "the library's own reduction is wrong (rc=%d, %zu elements, first [%zu] got "
@@ -875,9 +548,9 @@ static void preflight_local_ops(void)
 static void run_matrix(const tcomm_t *c, int ci)
 {
     size_t counts[5];
-    for (int ti = 0; ti < NTYPES; ti++) {
-        const ttype_t *t = &types[ti];
-        if (t_opt.quick && !t->quick) {
+    for (int ti = 0; ti < ntypes; ti++) {
+        const t_type_t *t = types[ti];
+        if (t_opt.quick && !(t->in & T_COLL_QUICK)) {
             continue;
         }
         int nc = 0;
@@ -1208,12 +881,12 @@ static void pvars_read_all(unsigned long long *v)
 
 static void check_datatype_extents(void)
 {
-    for (int ti = 0; ti < NTYPES; ti++) {
+    for (int ti = 0; ti < ntypes; ti++) {
         MPI_Aint lb = 0, ext = 0;
-        MPI_Type_get_extent(types[ti].dt, &lb, &ext);
-        t_check(0 == lb && (size_t)ext == types[ti].size, "%s: MPI extent %ld (lb %ld) differs "
-                "from the C layout %zu; its results cannot be checked", types[ti].name,
-                (long)ext, (long)lb, types[ti].size);
+        MPI_Type_get_extent(types[ti]->dt, &lb, &ext);
+        t_check(0 == lb && (size_t)ext == types[ti]->size, "%s: MPI extent %ld (lb %ld) differs "
+                "from the C layout %zu; its results cannot be checked", types[ti]->name,
+                (long)ext, (long)lb, types[ti]->size);
     }
 }
 
@@ -1235,6 +908,7 @@ int main(int argc, char **argv)
     b_send = malloc(alloc);
     b_recv = malloc(alloc);
     b_rep = malloc(alloc);
+    ntypes = t_types_select(T_COLL, types);
     check_datatype_extents();
     register_known_bugs();
     t_section_begin("MPI_Reduce_local preflight");

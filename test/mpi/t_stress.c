@@ -63,7 +63,7 @@
  *   mpirun --oversubscribe -np 4 --mca op ^avx t_stress --soak 600
  *   mpirun --oversubscribe -np 4 --mca op ^avx t_stress --comm-cycles 100000
  */
-#include "t_common.h"
+#include "t_ops.h"
 
 #include <dirent.h>
 #include <limits.h>
@@ -89,25 +89,6 @@
 #define MAX_THREADS 16
 #define MAX_THREAD_COMMS 16
 
-enum { K_INT, K_FLOAT, K_COMPLEX, K_BOOL, K_BYTE, K_PAIR };
-
-/* How an element is stored. */
-enum {
-    S_INT,      /* size bytes, sgn */
-    S_FLOAT, S_DOUBLE, S_LDOUBLE, S_BOOL, S_CFLOAT, S_CDOUBLE,
-    S_FLOAT_INT, S_DOUBLE_INT, S_LONG_INT, S_2INT, S_SHORT_INT, S_LDOUBLE_INT
-};
-
-enum {
-    O_SUM, O_PROD, O_MIN, O_MAX, O_LAND, O_LOR, O_LXOR, O_BAND, O_BOR, O_BXOR,
-    O_MINLOC, O_MAXLOC, O_N
-};
-
-static const char *op_names[O_N] = {
-    "SUM", "PROD", "MIN", "MAX", "LAND", "LOR", "LXOR", "BAND", "BOR", "BXOR",
-    "MINLOC", "MAXLOC"
-};
-
 enum { C_ALLREDUCE, C_REDUCE, C_BCAST, C_BARRIER, C_N };
 static const char *coll_names[C_N] = { "allreduce", "reduce", "bcast", "barrier" };
 
@@ -116,370 +97,9 @@ static const char *form_names[F_N] = {
     "blocking", "nonblocking+wait", "nonblocking+test", "persistent", "nonblocking x3"
 };
 
-typedef struct { float v; int i; } float_int_t;
-typedef struct { double v; int i; } double_int_t;
-typedef struct { long v; int i; } long_int_t;
-typedef struct { int v; int i; } two_int_t;
-typedef struct { short v; int i; } short_int_t;
-typedef struct { long double v; int i; } ldouble_int_t;
-
-typedef struct {
-    const char *name;
-    MPI_Datatype dt;
-    int kind;
-    int store;
-    size_t size;            /* C sizeof, the MPI extent */
-    int sgn;                /* signed integer */
-    int libbug[O_N];        /* MPI_Reduce_local of this library gets (type, op) wrong */
-} stype_t;
-
-#define T_INT(MPIT, T, SGN) { #MPIT, MPIT, K_INT, S_INT, sizeof(T), SGN, { 0 } }
-#define T_OTHER(MPIT, K, S, T) { #MPIT, MPIT, K, S, sizeof(T), 0, { 0 } }
-
-/* Every predefined C type the component maps onto its ALU. */
-static stype_t types[] = {
-    T_INT(MPI_INT8_T, int8_t, 1),
-    T_INT(MPI_UINT8_T, uint8_t, 0),
-    T_INT(MPI_INT16_T, int16_t, 1),
-    T_INT(MPI_UINT16_T, uint16_t, 0),
-    T_INT(MPI_INT32_T, int32_t, 1),
-    T_INT(MPI_UINT32_T, uint32_t, 0),
-    T_INT(MPI_INT64_T, int64_t, 1),
-    T_INT(MPI_UINT64_T, uint64_t, 0),
-    T_INT(MPI_SIGNED_CHAR, signed char, 1),
-    T_INT(MPI_UNSIGNED_CHAR, unsigned char, 0),
-    T_INT(MPI_SHORT, short, 1),
-    T_INT(MPI_UNSIGNED_SHORT, unsigned short, 0),
-    T_INT(MPI_INT, int, 1),
-    T_INT(MPI_UNSIGNED, unsigned, 0),
-    T_INT(MPI_LONG, long, 1),
-    T_INT(MPI_UNSIGNED_LONG, unsigned long, 0),
-    T_INT(MPI_LONG_LONG_INT, long long, 1),
-    T_INT(MPI_UNSIGNED_LONG_LONG, unsigned long long, 0),
-    T_INT(MPI_AINT, MPI_Aint, 1),
-    T_INT(MPI_OFFSET, MPI_Offset, 1),
-    T_INT(MPI_COUNT, MPI_Count, 1),
-    T_OTHER(MPI_FLOAT, K_FLOAT, S_FLOAT, float),
-    T_OTHER(MPI_DOUBLE, K_FLOAT, S_DOUBLE, double),
-    T_OTHER(MPI_LONG_DOUBLE, K_FLOAT, S_LDOUBLE, long double),
-    T_OTHER(MPI_C_BOOL, K_BOOL, S_BOOL, _Bool),
-    T_OTHER(MPI_BYTE, K_BYTE, S_INT, unsigned char),
-    T_OTHER(MPI_C_FLOAT_COMPLEX, K_COMPLEX, S_CFLOAT, float _Complex),
-    T_OTHER(MPI_C_DOUBLE_COMPLEX, K_COMPLEX, S_CDOUBLE, double _Complex),
-    T_OTHER(MPI_FLOAT_INT, K_PAIR, S_FLOAT_INT, float_int_t),
-    T_OTHER(MPI_DOUBLE_INT, K_PAIR, S_DOUBLE_INT, double_int_t),
-    T_OTHER(MPI_LONG_INT, K_PAIR, S_LONG_INT, long_int_t),
-    T_OTHER(MPI_2INT, K_PAIR, S_2INT, two_int_t),
-    T_OTHER(MPI_SHORT_INT, K_PAIR, S_SHORT_INT, short_int_t),
-    T_OTHER(MPI_LONG_DOUBLE_INT, K_PAIR, S_LDOUBLE_INT, ldouble_int_t),
-};
-#define NTYPES ((int) (sizeof(types) / sizeof(types[0])))
-
-/* Handles are not constant expressions in every MPI, so map at run time. */
-static MPI_Op op_handle(int op)
-{
-    const MPI_Op ops[O_N] = {
-        MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX, MPI_LAND, MPI_LOR, MPI_LXOR, MPI_BAND,
-        MPI_BOR, MPI_BXOR, MPI_MINLOC, MPI_MAXLOC
-    };
-    return ops[op];
-}
-
-/* Which (op, type) pairs the MPI standard defines. */
-static int op_allowed(int op, int kind)
-{
-    switch (op) {
-    case O_SUM:
-    case O_PROD:
-        return K_INT == kind || K_FLOAT == kind || K_COMPLEX == kind;
-    case O_MIN:
-    case O_MAX:
-        return K_INT == kind || K_FLOAT == kind;
-    case O_LAND:
-    case O_LOR:
-    case O_LXOR:
-        return K_INT == kind || K_BOOL == kind;
-    case O_BAND:
-    case O_BOR:
-    case O_BXOR:
-        return K_INT == kind || K_BYTE == kind;
-    default:
-        return K_PAIR == kind;
-    }
-}
-
-/* ---- element values and the reference ---------------------------------------- */
-
-/* One element, whatever its type: integers as bits normalized to the type's
- * width (sign-extended when signed), real values and indices exactly. */
-typedef struct {
-    uint64_t u;
-    long double re, im;
-    int idx;
-} val_t;
-
-static uint64_t int_norm(const stype_t *t, uint64_t x)
-{
-    if (t->size >= 8) {
-        return x;
-    }
-    unsigned bits = (unsigned) t->size * 8;
-    uint64_t mask = (1ULL << bits) - 1;
-    x &= mask;
-    if (t->sgn && ((x >> (bits - 1)) & 1)) {
-        x |= ~mask;
-    }
-    return x;
-}
-
-static const long double prod_reals[8] = { 1, -1, 2, -2, 0.5L, -0.5L, 1, -1 };
-static const int cpx_re[8] = { 1, -1, 0, 0, 1, 1, -1, 2 };
-static const int cpx_im[8] = { 0, 0, 1, -1, 1, -1, 1, 0 };
-
-/*
- * The contribution behind hash h. Integers use their full range (sums and
- * products wrap, which catches saturation), except that products draw odd
- * numbers (units modulo 2^N keep all their bits). Reals are integers or
- * quarters small enough, and products powers of two, that every partial
- * result is exact in float at MAX_RANKS ranks: the reference is exact whatever
- * the combine order. Pair values repeat often so that ties on the value
- * exercise the index rule.
- */
-static void gen(const stype_t *t, int op, uint64_t h, val_t *v)
-{
-    memset(v, 0, sizeof(*v));
-    uint64_t bits = t_mix(h ^ 0x5bd1e9955bd1e995ULL);
-    switch (t->kind) {
-    case K_INT:
-    case K_BYTE:
-        if (O_PROD == op) {
-            bits = 0 == h % 97 ? 0 : bits | 1;
-        } else if (O_LAND == op || O_LOR == op || O_LXOR == op) {
-            int zero = O_LAND == op ? 0 == h % 16 : (int) (h & 1);
-            bits = zero ? 0 : (0 != int_norm(t, bits) ? bits : 1);
-        }
-        v->u = int_norm(t, bits);
-        break;
-    case K_BOOL:
-        v->u = O_LAND == op ? 0 != h % 16 : (h & 1);
-        break;
-    case K_FLOAT:
-        if (O_PROD == op) {
-            v->re = prod_reals[h & 7];
-        } else {
-            v->re = (long double) ((long) (bits % 4001) - 2000) / 4;
-        }
-        break;
-    case K_COMPLEX:
-        if (O_PROD == op) {
-            v->re = cpx_re[h & 7];
-            v->im = cpx_im[h & 7];
-        } else {
-            v->re = (long double) ((long) (bits % 2001) - 1000);
-            v->im = (long double) ((long) ((bits >> 24) % 2001) - 1000);
-        }
-        break;
-    default:
-        v->re = (long double) ((long) (bits % 16) - 8);
-        if (S_FLOAT_INT == t->store || S_DOUBLE_INT == t->store
-            || S_LDOUBLE_INT == t->store) {
-            v->re /= 2;
-        }
-        v->idx = (int) ((bits >> 32) % 2001) - 1000;
-        break;
-    }
-}
-
-/* acc = acc op in, as C and MPI define it. */
-static void combine(const stype_t *t, int op, val_t *acc, const val_t *in)
-{
-    switch (t->kind) {
-    case K_INT:
-    case K_BYTE:
-    case K_BOOL: {
-        uint64_t a = acc->u, b = in->u;
-        int less = t->sgn ? (int64_t) b < (int64_t) a : b < a;
-        switch (op) {
-        case O_SUM: acc->u = int_norm(t, a + b); break;
-        case O_PROD: acc->u = int_norm(t, a * b); break;
-        case O_MIN: acc->u = less ? b : a; break;
-        case O_MAX: acc->u = (!less && a != b) ? b : a; break;
-        case O_LAND: acc->u = (0 != a) && (0 != b); break;
-        case O_LOR: acc->u = (0 != a) || (0 != b); break;
-        case O_LXOR: acc->u = (0 != a) != (0 != b); break;
-        case O_BAND: acc->u = a & b; break;
-        case O_BOR: acc->u = a | b; break;
-        case O_BXOR: acc->u = a ^ b; break;
-        default: break;
-        }
-        break;
-    }
-    case K_FLOAT:
-        switch (op) {
-        case O_SUM: acc->re += in->re; break;
-        case O_PROD: acc->re *= in->re; break;
-        case O_MIN: acc->re = in->re < acc->re ? in->re : acc->re; break;
-        case O_MAX: acc->re = in->re > acc->re ? in->re : acc->re; break;
-        default: break;
-        }
-        break;
-    case K_COMPLEX:
-        if (O_SUM == op) {
-            acc->re += in->re;
-            acc->im += in->im;
-        } else {
-            long double re = acc->re * in->re - acc->im * in->im;
-            long double im = acc->re * in->im + acc->im * in->re;
-            acc->re = re;
-            acc->im = im;
-        }
-        break;
-    default: {
-        int better = O_MINLOC == op ? in->re < acc->re : in->re > acc->re;
-        if (better || (in->re == acc->re && in->idx < acc->idx)) {
-            *acc = *in;
-        }
-        break;
-    }
-    }
-}
-
-static void put(const stype_t *t, void *buf, size_t i, const val_t *v)
-{
-    unsigned char *p = (unsigned char *) buf + i * t->size;
-    switch (t->store) {
-    case S_INT:
-        switch (t->size) {
-        case 1: { uint8_t x = (uint8_t) v->u; memcpy(p, &x, 1); break; }
-        case 2: { uint16_t x = (uint16_t) v->u; memcpy(p, &x, 2); break; }
-        case 4: { uint32_t x = (uint32_t) v->u; memcpy(p, &x, 4); break; }
-        default: memcpy(p, &v->u, 8); break;
-        }
-        break;
-    case S_FLOAT: { float x = (float) v->re; memcpy(p, &x, sizeof(x)); break; }
-    case S_DOUBLE: { double x = (double) v->re; memcpy(p, &x, sizeof(x)); break; }
-    case S_LDOUBLE: { long double x = v->re; memcpy(p, &x, sizeof(x)); break; }
-    case S_BOOL: { unsigned char x = (unsigned char) v->u; memcpy(p, &x, 1); break; }
-    case S_CFLOAT: {
-        float x[2] = { (float) v->re, (float) v->im };
-        memcpy(p, x, sizeof(x));
-        break;
-    }
-    case S_CDOUBLE: {
-        double x[2] = { (double) v->re, (double) v->im };
-        memcpy(p, x, sizeof(x));
-        break;
-    }
-#define PUT_PAIR(S, T, VT)                                                          \
-    case S: {                                                                       \
-        T x;                                                                        \
-        memset(&x, 0, sizeof(x));                                                   \
-        x.v = (VT) v->re;                                                           \
-        x.i = v->idx;                                                               \
-        memcpy(p, &x, sizeof(x));                                                   \
-        break;                                                                      \
-    }
-    PUT_PAIR(S_FLOAT_INT, float_int_t, float)
-    PUT_PAIR(S_DOUBLE_INT, double_int_t, double)
-    PUT_PAIR(S_LONG_INT, long_int_t, long)
-    PUT_PAIR(S_2INT, two_int_t, int)
-    PUT_PAIR(S_SHORT_INT, short_int_t, short)
-    PUT_PAIR(S_LDOUBLE_INT, ldouble_int_t, long double)
-    default:
-        break;
-    }
-}
-
-static void get(const stype_t *t, const void *buf, size_t i, val_t *v)
-{
-    const unsigned char *p = (const unsigned char *) buf + i * t->size;
-    memset(v, 0, sizeof(*v));
-    switch (t->store) {
-    case S_INT:
-        switch (t->size) {
-        case 1: { uint8_t x; memcpy(&x, p, 1); v->u = x; break; }
-        case 2: { uint16_t x; memcpy(&x, p, 2); v->u = x; break; }
-        case 4: { uint32_t x; memcpy(&x, p, 4); v->u = x; break; }
-        default: memcpy(&v->u, p, 8); break;
-        }
-        v->u = int_norm(t, v->u);
-        break;
-    case S_FLOAT: { float x; memcpy(&x, p, sizeof(x)); v->re = x; break; }
-    case S_DOUBLE: { double x; memcpy(&x, p, sizeof(x)); v->re = x; break; }
-    case S_LDOUBLE: { long double x; memcpy(&x, p, sizeof(x)); v->re = x; break; }
-    case S_BOOL: { unsigned char x; memcpy(&x, p, 1); v->u = x; break; }
-    case S_CFLOAT: {
-        float x[2];
-        memcpy(x, p, sizeof(x));
-        v->re = x[0];
-        v->im = x[1];
-        break;
-    }
-    case S_CDOUBLE: {
-        double x[2];
-        memcpy(x, p, sizeof(x));
-        v->re = x[0];
-        v->im = x[1];
-        break;
-    }
-#define GET_PAIR(S, T)                                                              \
-    case S: {                                                                       \
-        T x;                                                                        \
-        memcpy(&x, p, sizeof(x));                                                   \
-        v->re = (long double) x.v;                                                  \
-        v->idx = x.i;                                                               \
-        break;                                                                      \
-    }
-    GET_PAIR(S_FLOAT_INT, float_int_t)
-    GET_PAIR(S_DOUBLE_INT, double_int_t)
-    GET_PAIR(S_LONG_INT, long_int_t)
-    GET_PAIR(S_2INT, two_int_t)
-    GET_PAIR(S_SHORT_INT, short_int_t)
-    GET_PAIR(S_LDOUBLE_INT, ldouble_int_t)
-    default:
-        break;
-    }
-}
-
-/* Values are exact, so equality is exact (and +0 == -0, which MPI leaves open). */
-static int same(const stype_t *t, const val_t *a, const val_t *b)
-{
-    switch (t->kind) {
-    case K_INT:
-    case K_BYTE:
-    case K_BOOL:
-        return a->u == b->u;
-    case K_FLOAT:
-        return a->re == b->re;
-    case K_COMPLEX:
-        return a->re == b->re && a->im == b->im;
-    default:
-        return a->re == b->re && a->idx == b->idx;
-    }
-}
-
-static void fmtv(const stype_t *t, const val_t *v, char *s, size_t n)
-{
-    switch (t->kind) {
-    case K_INT:
-    case K_BYTE:
-    case K_BOOL:
-        snprintf(s, n, "%s%llu (0x%llx)", t->sgn && (int64_t) v->u < 0 ? "-" : "",
-                 t->sgn && (int64_t) v->u < 0 ? 0ULL - (unsigned long long) v->u
-                                               : (unsigned long long) v->u,
-                 (unsigned long long) v->u);
-        break;
-    case K_FLOAT:
-        snprintf(s, n, "%.21Lg", v->re);
-        break;
-    case K_COMPLEX:
-        snprintf(s, n, "(%.21Lg, %.21Lg)", v->re, v->im);
-        break;
-    default:
-        snprintf(s, n, "(%.21Lg, %d)", v->re, v->idx);
-        break;
-    }
-}
+/* The types drawn (t_ops.h). */
+static t_type_t *types[T_NTYPES];
+static int ntypes;
 
 /* Per-rank seed of one call's data: element i of rank r is t_mix(rank_seed + i). */
 static uint64_t rank_seed(uint64_t seed, int r)
@@ -707,16 +327,16 @@ static unsigned g_forms = (1u << F_N) - 1;     /* --forms: those drawn */
  */
 static struct {
     int ti, op;
-} g_pairs[NTYPES * O_N];
+} g_pairs[T_NTYPES * O_N];
 static int g_npairs;
 static uint64_t g_seed;
 
 static void pairs_build(void)
 {
     g_npairs = 0;
-    for (int ti = 0; ti < NTYPES; ti++) {
+    for (int ti = 0; ti < ntypes; ti++) {
         for (int op = 0; op < O_N; op++) {
-            if (op_allowed(op, types[ti].kind) && (g_strict || !types[ti].libbug[op])) {
+            if (op_allowed(op, types[ti]->kind) && (g_strict || !types[ti]->libbug[op])) {
                 g_pairs[g_npairs].ti = ti;
                 g_pairs[g_npairs].op = op;
                 g_npairs++;
@@ -744,11 +364,11 @@ static void pick_call(call_t *c, uint64_t h, uint64_t slot, int n, size_t max_by
         c->ti = g_pairs[slot % (uint64_t) g_npairs].ti;
         c->op = g_pairs[slot % (uint64_t) g_npairs].op;
     } else {
-        c->ti = (int) (h2 % NTYPES);
+        c->ti = (int) (h2 % (uint64_t) ntypes);
         c->op = O_SUM;
     }
     uint64_t h3 = t_mix(h ^ 0xc0ffeeULL);
-    c->count = C_BARRIER == c->coll ? 0 : pick_count(h3, types[c->ti].size, max_bytes);
+    c->count = C_BARRIER == c->coll ? 0 : pick_count(h3, types[c->ti]->size, max_bytes);
     c->root = (int) ((h3 >> 48) % (uint64_t) n);
     c->inplace = (C_ALLREDUCE == c->coll || C_REDUCE == c->coll) && 0 == (h2 >> 40) % 4;
     c->null_recv = C_REDUCE == c->coll && 0 == (h2 >> 44) % 8;
@@ -786,7 +406,7 @@ static void *recv_arg(const call_t *c, const scomm_t *s)
  * results go, and the guards. */
 static void fill(call_t *c, const scomm_t *s)
 {
-    const stype_t *t = &types[c->ti];
+    const t_type_t *t = types[c->ti];
     size_t bytes = (size_t) c->count * t->size;
     if (C_BARRIER == c->coll) {
         return;
@@ -799,10 +419,10 @@ static void fill(call_t *c, const scomm_t *s)
     if (!bcast || s->rank == c->root) {
         unsigned char *in = in_recv ? c->rbuf : c->sbuf;
         uint64_t mine = rank_seed(c->seed, s->rank);
-        val_t v;
+        t_val_t v;
         for (int i = 0; i < c->count; i++) {
-            gen(t, c->op, t_mix(mine + (uint64_t) i), &v);
-            put(t, in, (size_t) i, &v);
+            t_gen(t, c->op, t_mix(mine + (uint64_t) i), s->size, &v);
+            t_put(t, in, (size_t) i, &v);
         }
     }
     if (!bcast) {
@@ -826,7 +446,7 @@ static void describe(char *d, size_t n, const ctx_t *x, const call_t *c, const s
 {
     snprintf(d, n, "iteration %llu %s on %s (%d ranks, rank %d): %s %s %s count %d root %d%s%s",
              x->iters, form_names[form], s->name, s->size, s->rank, coll_names[c->coll],
-             types[c->ti].name, C_BCAST == c->coll || C_BARRIER == c->coll ? ""
+             types[c->ti]->name, C_BCAST == c->coll || C_BARRIER == c->coll ? ""
                                                                             : op_names[c->op],
              c->count, c->root, c->inplace ? " in place" : "",
              c->null_recv && s->rank != c->root && C_REDUCE == c->coll ? " recvbuf NULL" : "");
@@ -853,7 +473,7 @@ static void arrive(const call_t *c, int thread)
 /* Checks the completed call c (MPI return code rc) against the reference. */
 static void verify(ctx_t *x, const call_t *c, const scomm_t *s, int form, int rc)
 {
-    const stype_t *t = &types[c->ti];
+    const t_type_t *t = types[c->ti];
     char d[256];
     x->calls++;
     x->by_coll[c->coll]++;
@@ -890,27 +510,27 @@ static void verify(ctx_t *x, const call_t *c, const scomm_t *s, int form, int rc
     rank_seeds(c->seed, n, rs);
     int result_here = C_REDUCE != c->coll || s->rank == c->root;
     long bad = -1, bad_send = -1;
-    val_t got, exp, v, mine;
+    t_val_t got, exp, v, mine;
     for (int i = 0; i < c->count && bad < 0 && bad_send < 0; i++) {
         if (C_BCAST == c->coll) {
-            gen(t, c->op, t_mix(rs[c->root] + (uint64_t) i), &exp);
+            t_gen(t, c->op, t_mix(rs[c->root] + (uint64_t) i), n, &exp);
         } else {
-            gen(t, c->op, t_mix(rs[0] + (uint64_t) i), &exp);
+            t_gen(t, c->op, t_mix(rs[0] + (uint64_t) i), n, &exp);
             for (int r = 1; r < n; r++) {
-                gen(t, c->op, t_mix(rs[r] + (uint64_t) i), &v);
-                combine(t, c->op, &exp, &v);
+                t_gen(t, c->op, t_mix(rs[r] + (uint64_t) i), n, &v);
+                t_combine(t, c->op, &exp, &v);
             }
             if (!input_in_recv(c, s)) {
-                gen(t, c->op, t_mix(rs[s->rank] + (uint64_t) i), &mine);
-                get(t, c->sbuf, (size_t) i, &got);
-                if (!same(t, &got, &mine)) {
+                t_gen(t, c->op, t_mix(rs[s->rank] + (uint64_t) i), n, &mine);
+                t_get(t, c->sbuf, (size_t) i, &got);
+                if (!t_same(t, &got, &mine)) {
                     bad_send = i;
                 }
             }
         }
         if (result_here) {
-            get(t, c->rbuf, (size_t) i, &got);
-            if (!same(t, &got, &exp)) {
+            t_get(t, c->rbuf, (size_t) i, &got);
+            if (!t_same(t, &got, &exp)) {
                 bad = i;
             }
         }
@@ -919,12 +539,12 @@ static void verify(ctx_t *x, const call_t *c, const scomm_t *s, int form, int rc
         char gs[96], es[96];
         describe(d, sizeof(d), x, c, s, form);
         if (bad >= 0) {
-            fmtv(t, &got, gs, sizeof(gs));
-            fmtv(t, &exp, es, sizeof(es));
+            t_fmt(t, &got, gs, sizeof(gs));
+            t_fmt(t, &exp, es, sizeof(es));
             check(x, 0, "%s: element %ld is %s, expected %s", d, bad, gs, es);
         } else {
-            fmtv(t, &got, gs, sizeof(gs));
-            fmtv(t, &mine, es, sizeof(es));
+            t_fmt(t, &got, gs, sizeof(gs));
+            t_fmt(t, &mine, es, sizeof(es));
             check(x, 0, "%s: send buffer element %ld changed to %s from %s", d, bad_send, gs,
                   es);
         }
@@ -1049,7 +669,7 @@ static void pvars_report(ctx_t *x, unsigned long long v0[3][C_N][2], int forms_u
 
 static int start_nb(call_t *c, const scomm_t *s, MPI_Request *req)
 {
-    const stype_t *t = &types[c->ti];
+    const t_type_t *t = types[c->ti];
     switch (c->coll) {
     case C_ALLREDUCE:
         return MPI_Iallreduce(send_arg(c, s), recv_arg(c, s), c->count, t->dt,
@@ -1066,7 +686,7 @@ static int start_nb(call_t *c, const scomm_t *s, MPI_Request *req)
 
 static int run_blocking(call_t *c, const scomm_t *s)
 {
-    const stype_t *t = &types[c->ti];
+    const t_type_t *t = types[c->ti];
     switch (c->coll) {
     case C_ALLREDUCE:
         return MPI_Allreduce(send_arg(c, s), recv_arg(c, s), c->count, t->dt,
@@ -1083,7 +703,7 @@ static int run_blocking(call_t *c, const scomm_t *s)
 
 static int init_persistent(call_t *c, const scomm_t *s, MPI_Request *req)
 {
-    const stype_t *t = &types[c->ti];
+    const t_type_t *t = types[c->ti];
     switch (c->coll) {
     case C_ALLREDUCE:
         return MPI_Allreduce_init(send_arg(c, s), recv_arg(c, s), c->count, t->dt,
@@ -1195,7 +815,7 @@ static void run_iteration(ctx_t *x, const scomm_t *s, bufs_t *b, uint64_t h, siz
         }
         MPI_Request_free(&req);
         if (!counted || persistent_fallbacks(c.coll) != fb0) {
-            x->leak_allow += 1024 + (long long) c.count * (long long) types[c.ti].size;
+            x->leak_allow += 1024 + (long long) c.count * (long long) types[c.ti]->size;
         }
         break;
     }
@@ -1375,33 +995,33 @@ static void preflight(void)
     char list[2048] = "";
     size_t len = 0;
     int nbad = 0;
-    for (int ti = 0; ti < NTYPES; ti++) {
-        const stype_t *t = &types[ti];
+    for (int ti = 0; ti < ntypes; ti++) {
+        const t_type_t *t = types[ti];
         for (int op = 0; op < O_N; op++) {
             if (!op_allowed(op, t->kind)) {
                 continue;
             }
             uint64_t rs[2];
-            val_t va, vb;
+            t_val_t va, vb;
             rank_seeds(t_mix(0x9f1e ^ (uint64_t) (ti * O_N + op)), 2, rs);
             for (int i = 0; i < N; i++) {
-                gen(t, op, t_mix(rs[0] + (uint64_t) i), &va);
-                gen(t, op, t_mix(rs[1] + (uint64_t) i), &vb);
-                put(t, a, (size_t) i, &va);
-                put(t, b, (size_t) i, &vb);
+                t_gen(t, op, t_mix(rs[0] + (uint64_t) i), 2, &va);
+                t_gen(t, op, t_mix(rs[1] + (uint64_t) i), 2, &vb);
+                t_put(t, a, (size_t) i, &va);
+                t_put(t, b, (size_t) i, &vb);
             }
             int rc = MPI_Reduce_local(a, b, N, t->dt, op_handle(op));
             int wrong = MPI_SUCCESS != rc;
             for (int i = 0; i < N && !wrong; i++) {
-                val_t got;
-                gen(t, op, t_mix(rs[1] + (uint64_t) i), &vb);
-                gen(t, op, t_mix(rs[0] + (uint64_t) i), &va);
-                combine(t, op, &vb, &va);
-                get(t, b, (size_t) i, &got);
-                wrong = !same(t, &got, &vb);
+                t_val_t got;
+                t_gen(t, op, t_mix(rs[1] + (uint64_t) i), 2, &vb);
+                t_gen(t, op, t_mix(rs[0] + (uint64_t) i), 2, &va);
+                t_combine(t, op, &vb, &va);
+                t_get(t, b, (size_t) i, &got);
+                wrong = !t_same(t, &got, &vb);
             }
             if (wrong) {
-                types[ti].libbug[op] = 1;
+                types[ti]->libbug[op] = 1;
                 nbad++;
                 len += (size_t) snprintf(list + len, len < sizeof(list) ? sizeof(list) - len : 0,
                                          " %s/%s", t->name, op_names[op]);
@@ -1860,6 +1480,7 @@ int main(int argc, char **argv)
         t_note("t_stress: %d ranks, soak %.0f s, up to %zu bytes, seed %llu\n", t_wsize, soak,
                g_max_bytes, (unsigned long long) g_seed);
     }
+    ntypes = t_types_select(T_STRESS, types);
     preflight();
     pairs_build();
     pvars_open();
