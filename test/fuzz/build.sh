@@ -9,11 +9,12 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../../src" && pwd)
+common=$(cd "$here/../common" && pwd)
 out=${1:-$here/build}
 mkdir -p "$out/obj"
 CC=${FUZZ_CC:-clang}
 san="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
-cflags="-g -O1 -std=c11 -D_GNU_SOURCE -I$src -I$here $san"
+cflags="-g -O1 -std=c11 -D_GNU_SOURCE -I$src -I$here -I$common $san"
 objs=""
 # The code under test: instrumented for coverage (fuzzer-no-link) and sanitizers.
 # The core's sources as src/Makefile.am lists them for libofl (one list to keep).

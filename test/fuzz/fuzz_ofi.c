@@ -9,9 +9,9 @@
  * counts as the peer's writes land, the CREDIT words the peer writes).
  *
  * The NIC under test is rank 0 of 2 (neighbour: rank 1) built around stand-in
- * provider objects: counters whose values the input sets, an endpoint whose
- * writes only count, a completion queue that is always empty. The input
- * alternates honest use (puts allowed by the credits, consumption of items
+ * provider objects (test/common/fake_ofi.h): counters whose values the input
+ * sets, an endpoint whose writes go nowhere, a completion queue that is always
+ * empty. The input alternates honest use (puts allowed by the credits, consumption of items
  * the counters say arrived) with rewrites of counters and credit words.
  *
  * Oracles: no out-of-bounds access or undefined behaviour (the blob is read
@@ -20,18 +20,12 @@
  * indices name those entries; every trigger test's answer is the one nic.h's
  * rules give for the value read (a model kept here from the bumps made).
  */
-#include <rdma/fi_domain.h>
-#include <rdma/fi_endpoint.h>
-#include <rdma/fi_eq.h>
-#include <rdma/fi_errno.h>
-#include <rdma/fi_rma.h>
-
+#include "fake_ofi.h"
 #include "fuzz.h"
 #include "nic/ofi_int.h"
 
-#define SLOTS 4
-#define SLOT_BYTES 64
-#define STREAMS (1 * CH)
+#define SLOTS FAKE_OFI_SLOTS
+#define SLOT_BYTES FAKE_OFI_SLOT_BYTES
 
 /* ---- the blob ------------------------------------------------------------ */
 
@@ -88,61 +82,7 @@ static void fuzz_blob(fz_in_t *in)
 
 /* ---- the running NIC ------------------------------------------------------ */
 
-typedef struct {
-    struct fid_cntr cntr;
-    uint64_t value;   /* writes landed, as the "provider" counts them */
-} fake_cntr_t;
-
-static fake_cntr_t cntr[STREAMS];
-static struct fid_cntr *cntr_of[STREAMS];
-static uint64_t writes;
-
-static uint64_t cntr_read(struct fid_cntr *c)
-{
-    return ((fake_cntr_t *) c)->value;
-}
-
-static ssize_t cq_read(struct fid_cq *cq, void *buf, size_t count)
-{
-    (void) cq;
-    (void) buf;
-    (void) count;
-    return -FI_EAGAIN;
-}
-
-static ssize_t rma_write(struct fid_ep *ep, const void *buf, size_t len, void *desc,
-                         fi_addr_t dest, uint64_t addr, uint64_t key, void *context)
-{
-    (void) ep, (void) buf, (void) len, (void) desc, (void) dest, (void) addr, (void) key,
-        (void) context;
-    writes++;
-    return 0;
-}
-
-static ssize_t rma_inject(struct fid_ep *ep, const void *buf, size_t len, fi_addr_t dest,
-                          uint64_t addr, uint64_t key)
-{
-    (void) ep, (void) buf, (void) len, (void) dest, (void) addr, (void) key;
-    writes++;
-    return 0;
-}
-
-static struct fi_ops_cntr cntr_ops = { .size = sizeof(struct fi_ops_cntr), .read = cntr_read };
-static struct fi_ops_cq cq_ops = { .size = sizeof(struct fi_ops_cq), .read = cq_read };
-static struct fi_ops_rma rma_ops = { .size = sizeof(struct fi_ops_rma), .write = rma_write,
-                                     .inject = rma_inject };
-static struct fid_cq cq = { .ops = &cq_ops };
-static struct fid_ep ep = { .rma = &rma_ops };
-static struct fid_mr staging_mr;
-
-static ofl_ofi_t nic;
-static int peers[1] = { 1 };
-static fi_addr_t addr[2];
-static _Atomic uint64_t credit[STREAMS];
-static uint8_t mbox[STREAMS * SLOTS * SLOT_BYTES], staging[STREAMS * SLOTS * SLOT_BYTES];
-static uint64_t r_mbox_base[STREAMS + 1], r_mbox_key[STREAMS + 1], r_credit_at[STREAMS + 1];
-static uint64_t r_credit_key[2];
-static uint64_t priv[4 * STREAMS + 1];
+static fake_ofi_t fake;
 
 static struct {
     uint64_t put[CH], given[CH], data_seen[CH], credit_seen[CH];
@@ -157,7 +97,7 @@ static int model_reached(int cnt, int chan, uint64_t threshold)
         if (model.data_seen[chan] >= threshold) {
             return 1;
         }
-        uint64_t v = cntr[chan].value;
+        uint64_t v = fake.cntr[chan].value;
         if (v < model.data_seen[chan] || v > model.given[chan] + SLOTS) {
             return -EPROTO;
         }
@@ -167,7 +107,7 @@ static int model_reached(int cnt, int chan, uint64_t threshold)
     if (model.credit_seen[chan] >= threshold) {
         return 1;
     }
-    uint64_t v = credit[chan];
+    uint64_t v = fake.credit[chan];
     if (v < model.credit_seen[chan] || v > model.put[chan]) {
         return -EPROTO;
     }
@@ -178,7 +118,8 @@ static int model_reached(int cnt, int chan, uint64_t threshold)
 static int reached(int cnt, int chan, uint64_t threshold)
 {
     int expect = model_reached(cnt, chan, threshold);
-    int got = nic.base.ops->reached(&nic.base, cnt, 1, chan, threshold);
+    ofl_nic_t *n = &fake.nic.base;
+    int got = n->ops->reached(n, cnt, 1, chan, threshold);
     FZ_ASSERT(got == expect, "%s(1.%d) >= %llu: %d, rules say %d",
               OFL_CNT_DATA == cnt ? "DATA" : "CREDIT", chan, (unsigned long long) threshold,
               got, expect);
@@ -190,44 +131,14 @@ static int reached(int cnt, int chan, uint64_t threshold)
 
 static void nic_reset(void)
 {
-    memset(&nic, 0, sizeof(nic));
-    nic.base.ops = &ofl_ofi_ops;
-    nic.base.rank = 0;
-    nic.base.size = 2;
-    nic.base.slots = SLOTS;
-    nic.base.slot_bytes = SLOT_BYTES;
-    nic.cq = &cq;
-    nic.ep = &ep;
-    nic.npeers = 1;
-    nic.peers = peers;
-    nic.cntr = cntr_of;
-    nic.mr_staging = &staging_mr;
-    nic.mbox = mbox;
-    nic.staging = staging;
-    nic.credit = credit;
-    nic.addr = addr;
-    nic.r_mbox_base = r_mbox_base;
-    nic.r_mbox_key = r_mbox_key;
-    nic.r_credit_at = r_credit_at;
-    nic.r_credit_key = r_credit_key;
-    memset(priv, 0, sizeof(priv));
-    nic.data_seen = priv;
-    nic.credit_seen = priv + STREAMS;
-    nic.data_put = priv + 2 * STREAMS;
-    nic.credit_given = priv + 3 * STREAMS;
-    nic.nat_rounds = -1;
-    for (int s = 0; s < STREAMS; ++s) {
-        cntr[s].cntr.ops = &cntr_ops;
-        cntr[s].value = 0;
-        cntr_of[s] = &cntr[s].cntr;
-        credit[s] = 0;
-    }
+    fake_ofi_init(&fake);
     memset(&model, 0, sizeof(model));
 }
 
 static void fuzz_items(fz_in_t *in)
 {
     nic_reset();
+    ofl_nic_t *n = &fake.nic.base;
     for (int step = 0; step < 300 && in->n > 0; ++step) {
         uint8_t op = fz_u8(in);
         int chan = (op >> 3) & 1;
@@ -236,37 +147,35 @@ static void fuzz_items(fz_in_t *in)
             if (1 == reached(OFL_CNT_CREDIT, chan, model.put[chan] + 1 > SLOTS
                                                        ? model.put[chan] + 1 - SLOTS
                                                        : 0)) {
-                memset(nic.base.ops->outbox(&nic.base, 1, chan, model.put[chan]), op,
-                       SLOT_BYTES);
+                memset(n->ops->outbox(n, 1, chan, model.put[chan]), op, SLOT_BYTES);
                 model.put[chan]++;
-                nic.base.ops->bump(&nic.base, OFL_CNT_DATA, 1, chan, model.put[chan] - 1,
-                                   fz_u8(in) % (SLOT_BYTES + 1));
+                n->ops->bump(n, OFL_CNT_DATA, 1, chan, model.put[chan] - 1,
+                             fz_u8(in) % (SLOT_BYTES + 1));
             }
             break;
         case 1:     /* consume the next item when it is there */
             if (1 == reached(OFL_CNT_DATA, chan, model.given[chan] + 1)) {
-                volatile uint8_t *slot = nic.base.ops->inbox(&nic.base, 1, chan,
-                                                             model.given[chan]);
+                volatile uint8_t *slot = n->ops->inbox(n, 1, chan, model.given[chan]);
                 (void) slot[SLOT_BYTES - 1];
                 model.given[chan]++;
-                nic.base.ops->bump(&nic.base, OFL_CNT_CREDIT, 1, chan, model.given[chan] - 1, 0);
+                n->ops->bump(n, OFL_CNT_CREDIT, 1, chan, model.given[chan] - 1, 0);
             }
             break;
         case 2:     /* the peer's item lands (honest, within my credits) */
-            if (cntr[chan].value < model.given[chan] + SLOTS) {
-                cntr[chan].value++;
+            if (fake.cntr[chan].value < model.given[chan] + SLOTS) {
+                fake.cntr[chan].value++;
             }
             break;
         case 3:     /* the peer hands back a credit for what I put (honest) */
-            if (credit[chan] < model.put[chan]) {
-                credit[chan]++;
+            if (fake.credit[chan] < model.put[chan]) {
+                fake.credit[chan]++;
             }
             break;
         case 4:     /* the counter says what the input says */
-            cntr[chan].value = fz_near(in, cntr[chan].value);
+            fake.cntr[chan].value = fz_near(in, fake.cntr[chan].value);
             break;
         case 5:     /* the credit word says what the input says */
-            credit[chan] = fz_near(in, credit[chan]);
+            fake.credit[chan] = fz_near(in, fake.credit[chan]);
             break;
         default:    /* a trigger test of any threshold near the stream's position */
             reached(op & 1 ? OFL_CNT_DATA : OFL_CNT_CREDIT, chan,

@@ -23,7 +23,8 @@
  *   blobs      ofl_ofi_blob_check refuses every out-of-range field of a
  *              neighbour's libfabric address and takes a correct one;
  *   ofi        the libfabric NIC's counters and credit words (stand-in
- *              provider objects) are checked like the software NIC's.
+ *              provider objects, test/common/fake_ofi.h) are checked like the
+ *              software NIC's.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -32,14 +33,11 @@
 
 #include "engine/board.h"
 #include "engine/engine.h"
+#include "fake_ofi.h"
 #include "nic/ofi_int.h"
 #include "nic/softnic.h"
 #include "sched/sched.h"
 #include "unit.h"
-
-#include <rdma/fi_eq.h>
-#include <rdma/fi_errno.h>
-#include <rdma/fi_rma.h>
 
 #define SLOTS 4
 #define STAMP 16   /* softnic.h: each mailbox slot starts with its DATA stamp */
@@ -336,102 +334,30 @@ static void test_blob(void)
     free(b);
 }
 
-typedef struct {
-    struct fid_cntr cntr;
-    uint64_t value;
-} fake_cntr_t;
-
-static uint64_t cntr_read(struct fid_cntr *c)
-{
-    return ((fake_cntr_t *) c)->value;
-}
-
-static ssize_t cq_read(struct fid_cq *cq, void *buf, size_t count)
-{
-    (void) cq, (void) buf, (void) count;
-    return -FI_EAGAIN;
-}
-
-static ssize_t rma_write(struct fid_ep *ep, const void *buf, size_t len, void *desc,
-                         fi_addr_t dest, uint64_t addr, uint64_t key, void *context)
-{
-    (void) ep, (void) buf, (void) len, (void) desc, (void) dest, (void) addr, (void) key,
-        (void) context;
-    return 0;
-}
-
-static ssize_t rma_inject(struct fid_ep *ep, const void *buf, size_t len, fi_addr_t dest,
-                          uint64_t addr, uint64_t key)
-{
-    (void) ep, (void) buf, (void) len, (void) dest, (void) addr, (void) key;
-    return 0;
-}
-
 static void test_ofi_counters(void)
 {
-    static struct fi_ops_cntr cops = { .size = sizeof(struct fi_ops_cntr), .read = cntr_read };
-    static struct fi_ops_cq qops = { .size = sizeof(struct fi_ops_cq), .read = cq_read };
-    static struct fi_ops_rma rops = { .size = sizeof(struct fi_ops_rma), .write = rma_write,
-                                      .inject = rma_inject };
-    static struct fid_cq cq = { .ops = &qops };
-    static struct fid_ep ep = { .rma = &rops };
-    static struct fid_mr mr;
-    static fake_cntr_t cntr[CH];
-    static struct fid_cntr *cntrs[CH];
-    static _Atomic uint64_t credit[CH];
-    static uint8_t boxes[2][CH * SLOTS * 64];
-    static uint64_t remote[3][CH + 1], keys[2], priv[4 * CH + 1];
-    static fi_addr_t addr[2];
-    static int peers[1] = { 1 };
-    ofl_ofi_t o;
-    memset(&o, 0, sizeof(o));
-    o.base.ops = &ofl_ofi_ops;
-    o.base.size = 2;
-    o.base.slots = SLOTS;
-    o.base.slot_bytes = 64;
-    o.cq = &cq;
-    o.ep = &ep;
-    o.mr_staging = &mr;
-    o.npeers = 1;
-    o.peers = peers;
-    o.cntr = cntrs;
-    o.credit = credit;
-    o.mbox = boxes[0];
-    o.staging = boxes[1];
-    o.addr = addr;
-    o.r_mbox_base = remote[0];
-    o.r_mbox_key = remote[1];
-    o.r_credit_at = remote[2];
-    o.r_credit_key = keys;
-    o.data_seen = priv;
-    o.credit_seen = priv + CH;
-    o.data_put = priv + 2 * CH;
-    o.credit_given = priv + 3 * CH;
-    o.nat_rounds = -1;
-    for (int c = 0; c < CH; ++c) {
-        cntr[c].cntr.ops = &cops;
-        cntrs[c] = &cntr[c].cntr;
-    }
-    ofl_nic_t *n = &o.base;
-    cntr[0].value = SLOTS;
-    CHECK(1 == n->ops->reached(n, OFL_CNT_DATA, 1, 0, SLOTS), "DATA: a full window");
-    cntr[1].value = SLOTS + 1;
+    static fake_ofi_t f;
+    fake_ofi_init(&f);
+    ofl_nic_t *n = &f.nic.base;
+    f.cntr[0].value = FAKE_OFI_SLOTS;
+    CHECK(1 == n->ops->reached(n, OFL_CNT_DATA, 1, 0, FAKE_OFI_SLOTS), "DATA: a full window");
+    f.cntr[1].value = FAKE_OFI_SLOTS + 1;
     CHECK(-EPROTO == n->ops->reached(n, OFL_CNT_DATA, 1, 1, 1), "DATA past the credits");
     n->ops->bump(n, OFL_CNT_CREDIT, 1, 0, 1, 0);   /* consumed 2 */
-    cntr[0].value = SLOTS + 2;
-    CHECK(1 == n->ops->reached(n, OFL_CNT_DATA, 1, 0, SLOTS + 2), "DATA after credits");
-    cntr[0].value = 3;
-    CHECK(-EPROTO == n->ops->reached(n, OFL_CNT_DATA, 1, 0, SLOTS + 3), "DATA going back");
+    f.cntr[0].value = FAKE_OFI_SLOTS + 2;
+    CHECK(1 == n->ops->reached(n, OFL_CNT_DATA, 1, 0, FAKE_OFI_SLOTS + 2), "DATA after credits");
+    f.cntr[0].value = 3;
+    CHECK(-EPROTO == n->ops->reached(n, OFL_CNT_DATA, 1, 0, FAKE_OFI_SLOTS + 3), "DATA going back");
     n->ops->bump(n, OFL_CNT_DATA, 1, 0, 0, 8);
-    credit[0] = 1;
+    f.credit[0] = 1;
     CHECK(1 == n->ops->reached(n, OFL_CNT_CREDIT, 1, 0, 1), "credit of the item put");
-    credit[0] = 2;
+    f.credit[0] = 2;
     CHECK(-EPROTO == n->ops->reached(n, OFL_CNT_CREDIT, 1, 0, 2), "credit past the items put");
     n->ops->bump(n, OFL_CNT_DATA, 1, 0, 1, 8);
     n->ops->bump(n, OFL_CNT_DATA, 1, 0, 2, 8);
-    credit[0] = 0;
+    f.credit[0] = 0;
     CHECK(-EPROTO == n->ops->reached(n, OFL_CNT_CREDIT, 1, 0, 2), "credit going back");
-    credit[0] = 3;
+    f.credit[0] = 3;
     CHECK(1 == n->ops->reached(n, OFL_CNT_CREDIT, 1, 0, 3), "credit of every item put");
 }
 
