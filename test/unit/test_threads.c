@@ -33,14 +33,35 @@
 
 /* ---- c) threads ------------------------------------------------------------------ */
 
+enum { THR_TREE, THR_EXCHANGE, THR_SPLIT, THR_BYREF, THR_NMODES };
+
 typedef struct {
-    int rank, n, small_iters;
+    int rank, n, iters, mode;
     ofl_softnic_t nic;
     ofl_sched_params_t params;
     long bad, calls, waits_bad;
     char first[160];
     uint64_t in[8 * NCH], out[8 * NCH];   /* the stream sequences at the end */
 } thr_t;
+
+/* What one rank's thread calls with: its edges, a program of every shape the modes mix
+ * (tree, exchange and split allreduces, tree reduces, by-value and by-reference bcasts
+ * from every root), the kernels and the buffers. */
+typedef struct {
+    thr_t *t;
+    ofl_edges_t e;
+    ofl_program_t ar, ex, sp, rd[8], bc[8], br[8];
+    ofl_alu_fn isum, fsum, dmax;
+    int64_t *send, *recv;
+    uint8_t *bval, *bref;   /* by-value and by-reference bcasts' buffers */
+} thr_run_t;
+
+/* The largest int64 call (split's in-place sum on 8 ranks), bcast by value and by
+ * reference, and float and double calls. */
+#define THR_MAX_COUNT (9 * 512 + 300)
+#define THR_MAX_BVAL 3001
+#define THR_MAX_BREF 5000
+#define THR_MAX_FP 37
 
 static const ofl_wait_opts_t wait_opts = { NULL, NULL, 64, 0.0, 1.0 };
 
@@ -68,225 +89,60 @@ static void thr_call(thr_t *t, const ofl_program_t *p, ofl_edges_t *e, ofl_call_
     t->calls++;
 }
 
-static void *thr_main(void *arg)
+#define THR_INPLACE 1   /* the input in the receive buffer */
+#define THR_GUARD 2     /* a word past the result that must stay as it was */
+
+/* An int64 sum of `count` inputs thr_val(rank, tag, j) through p (an allreduce, or a
+ * reduce to `root`: only the root has a result to check), in segments of seg_bytes;
+ * a failure is named `what`. */
+static void call_sum(thr_run_t *x, const ofl_program_t *p, const char *what, int it, int tag,
+                     size_t count, size_t seg_bytes, int flags, int root)
 {
-    thr_t *t = arg;
-    int n = t->n;
-    ofl_edges_t e;
-    if (0 != ofl_edges_init(&e, n)) {
-        thr_fail(t, "edges_init", -1);
-        return NULL;
+    thr_t *t = x->t;
+    int inplace = flags & THR_INPLACE;
+    for (size_t j = 0; j < count; ++j) {
+        x->send[j] = thr_val(t->rank, tag, j);
+        x->recv[j] = inplace ? x->send[j] : -1;
     }
-    ofl_program_t ar, bc[8], rd[8];
-    int ok = 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &t->params, &ar);
-    for (int r = 0; r < n; ++r) {
-        ok &= 0 == ofl_sched_compile(OFL_COLL_BCAST, r, t->rank, n, &t->params, &bc[r]);
-        ok &= 0 == ofl_sched_compile(OFL_COLL_REDUCE, r, t->rank, n, &t->params, &rd[r]);
+    x->recv[count] = -7;
+    ofl_call_t oc = { .send = inplace ? (void *) x->recv : (void *) x->send, .recv = x->recv,
+                      .fn = x->isum, .elem = 8, .count = count, .seg_bytes = seg_bytes };
+    thr_call(t, p, &x->e, &oc, it);
+    size_t wrong = 0;
+    for (size_t j = 0; j < count && (root < 0 || t->rank == root); ++j) {
+        uint64_t want = 0;
+        for (int r = 0; r < t->n; ++r) {
+            want += (uint64_t) thr_val(r, tag, j);
+        }
+        wrong += (uint64_t) x->recv[j] != want;
     }
-    if (!ok) {
-        thr_fail(t, "compile", -1);
-        return NULL;
+    wrong += (flags & THR_GUARD) && -7 != x->recv[count];
+    if (wrong) {
+        thr_fail(t, what, it);
     }
-    ofl_alu_fn sum = ofl_alu_lookup(OFL_OP_SUM, OFL_T_INT64);
-    int64_t send[3], recv[3];
-    for (int it = 0; it < t->small_iters; ++it) {
-        size_t count = 1 + (size_t) (it % 3);
-        for (size_t j = 0; j < count; ++j) {
-            send[j] = thr_val(t->rank, it, j);
-            recv[j] = -1;
-        }
-        int inplace = 0 == it % 4;
-        ofl_call_t oc = { inplace ? (void *) recv : (void *) send, recv, sum, 8, count, 0 };
-        if (inplace) {
-            memcpy(recv, send, count * sizeof(send[0]));
-        }
-        thr_call(t, &ar, &e, &oc, it);
-        for (size_t j = 0; j < count; ++j) {
-            uint64_t want = 0;
-            for (int r = 0; r < n; ++r) {
-                want += (uint64_t) thr_val(r, it, j);
-            }
-            if ((uint64_t) recv[j] != want) {
-                thr_fail(t, "small allreduce", it);
-            }
-        }
-    }
-    /* Large calls: hundreds of segments through 1..4 slots per edge. */
-    const size_t big = 4000, bbytes = 3001;
-    int64_t *bs = malloc(big * 8), *br = malloc(big * 8);
-    uint8_t *bb = malloc(bbytes);
-    for (int it = 0; it < 6; ++it) {
-        int root = it % n;
-        for (size_t j = 0; j < big; ++j) {
-            bs[j] = thr_val(t->rank, 100000 + it, j);
-            br[j] = it & 1 ? bs[j] : -1;
-        }
-        ofl_call_t oc = { it & 1 ? (void *) br : (void *) bs, br, sum, 8, big, 0 };
-        thr_call(t, &ar, &e, &oc, 100000 + it);
-        size_t wrong = 0;
-        for (size_t j = 0; j < big; ++j) {
-            uint64_t want = 0;
-            for (int r = 0; r < n; ++r) {
-                want += (uint64_t) thr_val(r, 100000 + it, j);
-            }
-            wrong += (uint64_t) br[j] != want;
-        }
-        for (size_t j = 0; j < bbytes; ++j) {
-            bb[j] = t->rank == root ? pattern(root, (uint32_t) it, j) : SENTINEL;
-        }
-        ofl_call_t ob = { NULL, bb, NULL, 1, bbytes, 0 };
-        thr_call(t, &bc[root], &e, &ob, 200000 + it);
-        for (size_t j = 0; j < bbytes; ++j) {
-            wrong += bb[j] != pattern(root, (uint32_t) it, j);
-        }
-        int rroot = (it + 1) % n;
-        for (size_t j = 0; j < big; ++j) {
-            br[j] = -1;
-        }
-        ofl_call_t orr = { bs, br, sum, 8, big, 0 };
-        thr_call(t, &rd[rroot], &e, &orr, 300000 + it);
-        for (size_t j = 0; j < big && t->rank == rroot; ++j) {
-            uint64_t want = 0;
-            for (int r = 0; r < n; ++r) {
-                want += (uint64_t) thr_val(r, 100000 + it, j);
-            }
-            wrong += (uint64_t) br[j] != want;
-        }
-        if (wrong) {
-            thr_fail(t, "large call", it);
-        }
-    }
-    free(bs);
-    free(br);
-    free(bb);
-    ofl_program_free(&ar);
-    for (int r = 0; r < n; ++r) {
-        ofl_program_free(&bc[r]);
-        ofl_program_free(&rd[r]);
-    }
-    memcpy(t->in, e.in, sizeof(uint64_t) * (size_t) n * NCH);
-    memcpy(t->out, e.out, sizeof(uint64_t) * (size_t) n * NCH);
-    ofl_edges_fini(&e);
-    return NULL;
 }
 
-/* Exchange allreduces interleaved with tree allreduces and bcasts on the same
- * edges, every result checked: int64 sums of 1..3 elements (every 4th in-place),
- * every 10th a float sum whose bits must be rank order's (every 20th in-place),
- * every 50th an in-place sum of 2000 int64 (4 KiB segments: two combine chunks). */
-static void *thr_xmain(void *arg)
+/* A float sum of `count` elements: the bits of the sum in rank order. */
+static void call_fsum(thr_run_t *x, const ofl_program_t *p, const char *what, int it,
+                      size_t count, size_t seg_bytes, int inplace)
 {
-    thr_t *t = arg;
-    int n = t->n;
-    ofl_edges_t e;
-    if (0 != ofl_edges_init(&e, n)) {
-        thr_fail(t, "edges_init", -1);
-        return NULL;
+    thr_t *t = x->t;
+    float fs[THR_MAX_FP], fr[THR_MAX_FP];
+    for (size_t j = 0; j < count; ++j) {
+        fs[j] = in_f32(t->rank, (uint32_t) it, j);
+        fr[j] = inplace ? fs[j] : -1.0f;
     }
-    ofl_sched_params_t px = t->params;
-    px.shape = OFL_SCHED_EXCHANGE;
-    ofl_program_t ex, ar, bc[8];
-    int ok = 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &px, &ex);
-    ok &= 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &t->params, &ar);
-    for (int r = 0; r < n; ++r) {
-        ok &= 0 == ofl_sched_compile(OFL_COLL_BCAST, r, t->rank, n, &t->params, &bc[r]);
+    ofl_call_t oc = { .send = inplace ? (void *) fr : (void *) fs, .recv = fr, .fn = x->fsum,
+                      .elem = 4, .count = count, .seg_bytes = seg_bytes };
+    thr_call(t, p, &x->e, &oc, it);
+    size_t wrong = 0;
+    for (size_t j = 0; j < count; ++j) {
+        float want = rank_sum_f32(t->n, (uint32_t) it, j);
+        wrong += 0 != memcmp(&want, &fr[j], sizeof(float));
     }
-    if (!ok) {
-        thr_fail(t, "compile", -1);
-        return NULL;
+    if (wrong) {
+        thr_fail(t, what, it);
     }
-    ofl_alu_fn sum = ofl_alu_lookup(OFL_OP_SUM, OFL_T_INT64);
-    ofl_alu_fn fsum = ofl_alu_lookup(OFL_OP_SUM, OFL_T_FLOAT);
-    const size_t big = 2000;
-    int64_t *bs = malloc(big * 8), send[3], recv[3];
-    float fs[5], fr[5];
-    uint8_t bb[40];
-    for (int it = 0; it < t->small_iters; ++it) {
-        size_t wrong = 0;
-        if (25 == it % 50) {
-            for (size_t j = 0; j < big; ++j) {
-                bs[j] = thr_val(t->rank, it, j);
-            }
-            ofl_call_t oc = { bs, bs, sum, 8, big, 0 };
-            thr_call(t, &ex, &e, &oc, it);
-            for (size_t j = 0; j < big; ++j) {
-                uint64_t want = 0;
-                for (int r = 0; r < n; ++r) {
-                    want += (uint64_t) thr_val(r, it, j);
-                }
-                wrong += (uint64_t) bs[j] != want;
-            }
-        } else if (9 == it % 10) {
-            int inplace = 19 == it % 20;
-            for (size_t j = 0; j < 5; ++j) {
-                fs[j] = in_f32(t->rank, (uint32_t) it, j);
-                fr[j] = inplace ? fs[j] : -1.0f;
-            }
-            ofl_call_t oc = { inplace ? (void *) fr : (void *) fs, fr, fsum, 4, 5, 0 };
-            thr_call(t, &ex, &e, &oc, it);
-            for (size_t j = 0; j < 5; ++j) {
-                float want = rank_sum_f32(n, (uint32_t) it, j);
-                wrong += 0 != memcmp(&want, &fr[j], sizeof(float));
-            }
-        } else {
-            size_t count = 1 + (size_t) (it % 3);
-            int inplace = 0 == it % 4;
-            for (size_t j = 0; j < count; ++j) {
-                send[j] = thr_val(t->rank, it, j);
-                recv[j] = inplace ? send[j] : -1;
-            }
-            ofl_call_t oc = { inplace ? (void *) recv : (void *) send, recv, sum, 8, count, 0 };
-            thr_call(t, &ex, &e, &oc, it);
-            for (size_t j = 0; j < count; ++j) {
-                uint64_t want = 0;
-                for (int r = 0; r < n; ++r) {
-                    want += (uint64_t) thr_val(r, it, j);
-                }
-                wrong += (uint64_t) recv[j] != want;
-            }
-        }
-        if (wrong) {
-            thr_fail(t, "exchange allreduce", it);
-        }
-        if (0 == it % 3) {
-            int inplace = it & 1;
-            send[0] = thr_val(t->rank, -it, 0);
-            recv[0] = inplace ? send[0] : -1;
-            ofl_call_t oc = { inplace ? (void *) recv : (void *) send, recv, sum, 8, 1, 0 };
-            thr_call(t, &ar, &e, &oc, it);
-            uint64_t want = 0;
-            for (int r = 0; r < n; ++r) {
-                want += (uint64_t) thr_val(r, -it, 0);
-            }
-            if ((uint64_t) recv[0] != want) {
-                thr_fail(t, "tree allreduce between exchanges", it);
-            }
-        } else if (1 == it % 3) {
-            int root = it % n;
-            size_t len = 1 + (size_t) (it % 40);
-            for (size_t j = 0; j < len; ++j) {
-                bb[j] = t->rank == root ? pattern(root, (uint32_t) it, j) : SENTINEL;
-            }
-            ofl_call_t ob = { NULL, bb, NULL, 1, len, 0 };
-            thr_call(t, &bc[root], &e, &ob, it);
-            for (size_t j = 0; j < len; ++j) {
-                wrong += bb[j] != pattern(root, (uint32_t) it, j);
-            }
-            if (wrong) {
-                thr_fail(t, "bcast between exchanges", it);
-            }
-        }
-    }
-    free(bs);
-    ofl_program_free(&ex);
-    ofl_program_free(&ar);
-    for (int r = 0; r < n; ++r) {
-        ofl_program_free(&bc[r]);
-    }
-    memcpy(t->in, e.in, sizeof(uint64_t) * (size_t) n * NCH);
-    memcpy(t->out, e.out, sizeof(uint64_t) * (size_t) n * NCH);
-    ofl_edges_fini(&e);
-    return NULL;
 }
 
 /* A double allreduce (MAX) of `count` elements: the reference from the inputs. */
@@ -300,175 +156,190 @@ static double max_f64_ref(int n, uint32_t tag, size_t j)
     return m;
 }
 
-/* Calls thr_smain makes in `iters` iterations. */
-static long smain_calls(int iters)
+/* A double MAX of `count` elements. */
+static void call_dmax(thr_run_t *x, const ofl_program_t *p, const char *what, int it,
+                      size_t count, size_t seg_bytes, int inplace)
+{
+    thr_t *t = x->t;
+    double ds[THR_MAX_FP], dr[THR_MAX_FP];
+    for (size_t j = 0; j < count; ++j) {
+        ds[j] = in_f64(t->rank, (uint32_t) it, j);
+        dr[j] = inplace ? ds[j] : 0.0;
+    }
+    ofl_call_t oc = { .send = inplace ? (void *) dr : (void *) ds, .recv = dr, .fn = x->dmax,
+                      .elem = 8, .count = count, .seg_bytes = seg_bytes };
+    thr_call(t, p, &x->e, &oc, it);
+    size_t wrong = 0;
+    for (size_t j = 0; j < count; ++j) {
+        wrong += max_f64_ref(t->n, (uint32_t) it, j) != dr[j];
+    }
+    if (wrong) {
+        thr_fail(t, what, it);
+    }
+}
+
+/* A bcast of `len` bytes pattern(root, tag, j) from root through p (bc or br) into buf,
+ * in segments of seg_bytes; with THR_GUARD a byte past them must stay SENTINEL. */
+static void call_bcast(thr_run_t *x, const ofl_program_t *p, uint8_t *buf, const char *what,
+                       int it, int root, uint32_t tag, size_t len, size_t seg_bytes, int flags)
+{
+    thr_t *t = x->t;
+    for (size_t j = 0; j < len; ++j) {
+        buf[j] = t->rank == root ? pattern(root, tag, j) : SENTINEL;
+    }
+    buf[len] = SENTINEL;
+    ofl_call_t ob = { .recv = buf, .elem = 1, .count = len, .seg_bytes = seg_bytes };
+    thr_call(t, p, &x->e, &ob, it);
+    size_t wrong = 0;
+    for (size_t j = 0; j < len; ++j) {
+        wrong += buf[j] != pattern(root, tag, j);
+    }
+    wrong += (flags & THR_GUARD) && SENTINEL != buf[len];
+    if (wrong) {
+        thr_fail(t, what, it);
+    }
+}
+
+/* THR_TREE: small tree allreduces of 1..3 int64, every 4th in place; then (iterations
+ * iters .. iters + 5) large calls, hundreds of segments through 1..4 slots per edge:
+ * an allreduce of 4000 int64 (every other in place), a bcast of 3001 bytes and a
+ * reduce of 4000 int64, their roots moving on. */
+static void step_tree(thr_run_t *x, int it)
+{
+    thr_t *t = x->t;
+    if (it < t->iters) {
+        call_sum(x, &x->ar, "small allreduce", it, it, 1 + (size_t) (it % 3), 0,
+                 0 == it % 4 ? THR_INPLACE : 0, -1);
+        return;
+    }
+    int k = it - t->iters, root = k % t->n, rroot = (k + 1) % t->n;
+    call_sum(x, &x->ar, "large allreduce", it, 100000 + k, 4000, 0, k & 1 ? THR_INPLACE : 0,
+             -1);
+    call_bcast(x, &x->bc[root], x->bval, "large bcast", it, root, (uint32_t) k, THR_MAX_BVAL,
+               0, 0);
+    call_sum(x, &x->rd[rroot], "large reduce", it, 100000 + k, 4000, 0, 0, rroot);
+}
+
+/* THR_EXCHANGE: exchange allreduces interleaved with tree allreduces and bcasts on the
+ * same edges: int64 sums of 1..3 elements (every 4th in place), every 10th a float sum
+ * whose bits must be rank order's (every 20th in place), every 50th an in-place sum of
+ * 2000 int64 (4 KiB segments: two combine chunks). Then every 3rd iteration a tree
+ * allreduce of one int64, the next one a bcast of 1..40 bytes. */
+static void step_exchange(thr_run_t *x, int it)
+{
+    if (25 == it % 50) {
+        call_sum(x, &x->ex, "exchange allreduce", it, it, 2000, 0, THR_INPLACE, -1);
+    } else if (9 == it % 10) {
+        call_fsum(x, &x->ex, "exchange allreduce", it, 5, 0, 19 == it % 20);
+    } else {
+        call_sum(x, &x->ex, "exchange allreduce", it, it, 1 + (size_t) (it % 3), 0,
+                 0 == it % 4 ? THR_INPLACE : 0, -1);
+    }
+    if (0 == it % 3) {
+        call_sum(x, &x->ar, "tree allreduce between exchanges", it, -it, 1, 0,
+                 it & 1 ? THR_INPLACE : 0, -1);
+    } else if (1 == it % 3) {
+        int root = it % x->t->n;
+        call_bcast(x, &x->bc[root], x->bval, "bcast between exchanges", it, root,
+                   (uint32_t) it, 1 + (size_t) (it % 40), 0, 0);
+    }
+}
+
+/* THR_SPLIT: split allreduces interleaved with exchange and tree allreduces and bcasts
+ * on the same streams. Each iteration makes one split call, in turn: an int64 sum in
+ * 64-byte segments (seg_bytes) of a count that ends in a partial round (or a round of
+ * its own, or less than one), every other one in place; a float sum of 37 elements in
+ * 32-byte segments whose bits must be rank order's (every other in place); a double
+ * max of 20 in 24-byte segments; and every 25th an in-place int64 sum in slot-size
+ * (4 KiB) segments, two combine chunks each, size + 2 segments. Then every 2nd
+ * iteration an exchange sum, every 3rd a tree allreduce, every 5th a tree bcast. */
+static void step_split(thr_run_t *x, int it)
+{
+    int n = x->t->n, inplace = (it / 4) & 1;
+    const size_t counts[] = { 1, 7, 8 * (size_t) n - 3, 8 * (size_t) n + 13,
+                              16 * (size_t) n + 3, 100 };
+    if (24 == it % 25) {
+        call_sum(x, &x->sp, "split allreduce", it, it, (size_t) (n + 1) * 512 + 300, 0,
+                 THR_INPLACE, -1);
+    } else if (1 == it % 4) {
+        call_fsum(x, &x->sp, "split allreduce", it, 37, 32, inplace);
+    } else if (3 == it % 4) {
+        call_dmax(x, &x->sp, "split allreduce", it, 20, 24, inplace);
+    } else {
+        call_sum(x, &x->sp, "split allreduce", it, it, counts[(it / 2) % 6], 64,
+                 THR_GUARD | (inplace ? THR_INPLACE : 0), -1);
+    }
+    if (0 == it % 2) {
+        call_sum(x, &x->ex, "exchange between splits", it, -it, 1 + (size_t) (it % 3), 0, 0,
+                 -1);
+    }
+    if (0 == it % 3) {
+        call_sum(x, &x->ar, "tree allreduce between splits", it, it + 7777, 1, 0, THR_INPLACE,
+                 -1);
+    }
+    if (0 == it % 5) {
+        int root = (it / 5) % n;
+        call_bcast(x, &x->bc[root], x->bval, "bcast between splits", it, root, (uint32_t) it,
+                   1 + (size_t) (it % 40), 0, 0);
+    }
+}
+
+/* THR_BYREF: by-reference bcasts interleaved with exchange, tree and split allreduces
+ * and by-value bcasts on the same streams. Each iteration one by-reference bcast from
+ * a root that moves on (it + it / n), of 0 .. 5000 bytes (below, at and above the
+ * 256-byte slot) in segments of the message, 100 bytes, a slot or 3000 bytes; the
+ * moment it completes, the buffer is overwritten as an application reusing it would:
+ * a rank whose call completed before every child had read it hands that child the
+ * scribble. Then every 2nd iteration an exchange sum, every 3rd an in-place tree sum,
+ * every 4th a by-value bcast of up to 700 bytes (several slots), every 5th a split sum
+ * in 64-byte segments. */
+static void step_byref(thr_run_t *x, int it)
+{
+    static const size_t lens[] = { 0, 1, 7, 255, 257, 1000, 2600, THR_MAX_BREF };
+    static const size_t segs[] = { 0, 100, 256, 3000 };
+    const size_t nl = sizeof(lens) / sizeof(lens[0]);
+    int n = x->t->n, root = (it + it / n) % n;
+    size_t len = lens[it % nl];
+    call_bcast(x, &x->br[root], x->bref, "by-reference bcast", it, root, (uint32_t) it, len,
+               segs[(it / nl) % 4], THR_GUARD);
+    memset(x->bref, 0x3c, len);
+    if (0 == it % 2) {
+        call_sum(x, &x->ex, "exchange between by-reference bcasts", it, it,
+                 1 + (size_t) (it % 3), 0, 0, -1);
+    }
+    if (0 == it % 3) {
+        call_sum(x, &x->ar, "tree allreduce between by-reference bcasts", it, it + 5555, 1, 0,
+                 THR_INPLACE, -1);
+    }
+    if (1 == it % 4) {
+        int vroot = (it / 4) % n;
+        call_bcast(x, &x->bc[vroot], x->bval, "by-value bcast between by-reference bcasts",
+                   it, vroot, (uint32_t) it + 77777, 1 + (size_t) (it * 37 % 700), 0, THR_GUARD);
+    }
+    if (2 == it % 5) {
+        call_sum(x, &x->sp, "split between by-reference bcasts", it, -it,
+                 8 * (size_t) n + (size_t) (it % 13), 64, THR_GUARD, -1);
+    }
+}
+
+/* The calls a rank makes in a mode's `iters` iterations, counted independently of the
+ * steps (the tree's 6 large iterations make 3 calls each). */
+static long tree_calls(int iters)
+{
+    return iters + 18;
+}
+
+static long exchange_calls(int iters)
+{
+    return iters + (iters + 2) / 3 + (iters + 1) / 3;
+}
+
+static long split_calls(int iters)
 {
     return iters + (iters + 1) / 2 + (iters + 2) / 3 + (iters + 4) / 5;
 }
 
-/* Split allreduces interleaved with exchange and tree allreduces and bcasts on the
- * same streams, every result checked. Each iteration makes one split call, in
- * turn: an int64 sum in 64-byte segments (seg_bytes) of a count that ends in a
- * partial round (or a round of its own, or less than one), every other one
- * in-place; a float sum of 37 elements in 32-byte segments whose bits must be
- * rank order's (every other in-place); a double max of 20 in 24-byte segments; and
- * every 25th an in-place int64 sum in slot-size (4 KiB) segments, two combine
- * chunks each, size + 2 segments. Then every 2nd iteration an exchange sum, every
- * 3rd a tree allreduce, every 5th a tree bcast. */
-static void *thr_smain(void *arg)
-{
-    thr_t *t = arg;
-    int n = t->n;
-    ofl_edges_t e;
-    if (0 != ofl_edges_init(&e, n)) {
-        thr_fail(t, "edges_init", -1);
-        return NULL;
-    }
-    ofl_sched_params_t ps = t->params, px = t->params;
-    ps.shape = OFL_SCHED_SPLIT;
-    px.shape = OFL_SCHED_EXCHANGE;
-    ofl_program_t sp, ex, ar, bc[8];
-    int ok = 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &ps, &sp);
-    ok &= 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &px, &ex);
-    ok &= 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &t->params, &ar);
-    for (int r = 0; r < n; ++r) {
-        ok &= 0 == ofl_sched_compile(OFL_COLL_BCAST, r, t->rank, n, &t->params, &bc[r]);
-    }
-    if (!ok) {
-        thr_fail(t, "compile", -1);
-        return NULL;
-    }
-    ofl_alu_fn isum = ofl_alu_lookup(OFL_OP_SUM, OFL_T_INT64);
-    ofl_alu_fn fsum = ofl_alu_lookup(OFL_OP_SUM, OFL_T_FLOAT);
-    ofl_alu_fn dmax = ofl_alu_lookup(OFL_OP_MAX, OFL_T_DOUBLE);
-    const size_t big = (size_t) (n + 1) * 512 + 300;
-    const size_t counts[] = { 1, 7, 8 * (size_t) n - 3, 8 * (size_t) n + 13,
-                              16 * (size_t) n + 3, 100 };
-    int64_t *br = malloc(big * 8), send[200], recv[200];
-    float fs[37], fr[37];
-    double ds[20], dr[20];
-    uint8_t bb[40];
-    for (int it = 0; it < t->small_iters; ++it) {
-        size_t wrong = 0;
-        int inplace = (it / 4) & 1;
-        if (24 == it % 25) {
-            for (size_t j = 0; j < big; ++j) {
-                br[j] = thr_val(t->rank, it, j);
-            }
-            ofl_call_t oc = { br, br, isum, 8, big, 0 };
-            thr_call(t, &sp, &e, &oc, it);
-            for (size_t j = 0; j < big; ++j) {
-                uint64_t want = 0;
-                for (int r = 0; r < n; ++r) {
-                    want += (uint64_t) thr_val(r, it, j);
-                }
-                wrong += (uint64_t) br[j] != want;
-            }
-        } else if (1 == it % 4) {
-            for (size_t j = 0; j < 37; ++j) {
-                fs[j] = in_f32(t->rank, (uint32_t) it, j);
-                fr[j] = inplace ? fs[j] : -1.0f;
-            }
-            ofl_call_t oc = { inplace ? (void *) fr : (void *) fs, fr, fsum, 4, 37, 32 };
-            thr_call(t, &sp, &e, &oc, it);
-            for (size_t j = 0; j < 37; ++j) {
-                float want = rank_sum_f32(n, (uint32_t) it, j);
-                wrong += 0 != memcmp(&want, &fr[j], sizeof(float));
-            }
-        } else if (3 == it % 4) {
-            for (size_t j = 0; j < 20; ++j) {
-                ds[j] = in_f64(t->rank, (uint32_t) it, j);
-                dr[j] = inplace ? ds[j] : 0.0;
-            }
-            ofl_call_t oc = { inplace ? (void *) dr : (void *) ds, dr, dmax, 8, 20, 24 };
-            thr_call(t, &sp, &e, &oc, it);
-            for (size_t j = 0; j < 20; ++j) {
-                wrong += max_f64_ref(n, (uint32_t) it, j) != dr[j];
-            }
-        } else {
-            size_t count = counts[(it / 2) % 6];
-            for (size_t j = 0; j < count; ++j) {
-                send[j] = thr_val(t->rank, it, j);
-                recv[j] = inplace ? send[j] : -1;
-            }
-            recv[count] = -7;
-            ofl_call_t oc = { inplace ? (void *) recv : (void *) send, recv, isum, 8, count, 64 };
-            thr_call(t, &sp, &e, &oc, it);
-            for (size_t j = 0; j < count; ++j) {
-                uint64_t want = 0;
-                for (int r = 0; r < n; ++r) {
-                    want += (uint64_t) thr_val(r, it, j);
-                }
-                wrong += (uint64_t) recv[j] != want;
-            }
-            wrong += -7 != recv[count];
-        }
-        if (wrong) {
-            thr_fail(t, "split allreduce", it);
-        }
-        if (0 == it % 2) {
-            size_t count = 1 + (size_t) (it % 3);
-            for (size_t j = 0; j < count; ++j) {
-                send[j] = thr_val(t->rank, -it, j);
-                recv[j] = -1;
-            }
-            ofl_call_t oc = { send, recv, isum, 8, count, 0 };
-            thr_call(t, &ex, &e, &oc, it);
-            for (size_t j = 0; j < count; ++j) {
-                uint64_t want = 0;
-                for (int r = 0; r < n; ++r) {
-                    want += (uint64_t) thr_val(r, -it, j);
-                }
-                wrong += (uint64_t) recv[j] != want;
-            }
-            if (wrong) {
-                thr_fail(t, "exchange between splits", it);
-            }
-        }
-        if (0 == it % 3) {
-            send[0] = thr_val(t->rank, it + 7777, 0);
-            recv[0] = send[0];
-            ofl_call_t oc = { recv, recv, isum, 8, 1, 0 };
-            thr_call(t, &ar, &e, &oc, it);
-            uint64_t want = 0;
-            for (int r = 0; r < n; ++r) {
-                want += (uint64_t) thr_val(r, it + 7777, 0);
-            }
-            if ((uint64_t) recv[0] != want) {
-                thr_fail(t, "tree allreduce between splits", it);
-            }
-        }
-        if (0 == it % 5) {
-            int root = (it / 5) % n;
-            size_t len = 1 + (size_t) (it % 40);
-            for (size_t j = 0; j < len; ++j) {
-                bb[j] = t->rank == root ? pattern(root, (uint32_t) it, j) : SENTINEL;
-            }
-            ofl_call_t ob = { NULL, bb, NULL, 1, len, 0 };
-            thr_call(t, &bc[root], &e, &ob, it);
-            for (size_t j = 0; j < len; ++j) {
-                wrong += bb[j] != pattern(root, (uint32_t) it, j);
-            }
-            if (wrong) {
-                thr_fail(t, "bcast between splits", it);
-            }
-        }
-    }
-    free(br);
-    ofl_program_free(&sp);
-    ofl_program_free(&ex);
-    ofl_program_free(&ar);
-    for (int r = 0; r < n; ++r) {
-        ofl_program_free(&bc[r]);
-    }
-    memcpy(t->in, e.in, sizeof(uint64_t) * (size_t) n * NCH);
-    memcpy(t->out, e.out, sizeof(uint64_t) * (size_t) n * NCH);
-    ofl_edges_fini(&e);
-    return NULL;
-}
-
-/* Calls thr_bmain makes in `iters` iterations. */
-static long bmain_calls(int iters)
+static long byref_calls(int iters)
 {
     long calls = 0;
     for (int it = 0; it < iters; ++it) {
@@ -477,160 +348,82 @@ static long bmain_calls(int iters)
     return calls;
 }
 
-/* By-reference bcasts interleaved with exchange, tree and split allreduces and
- * by-value bcasts on the same streams, every result checked. Each iteration one
- * by-reference bcast from a root that moves on (it + it / n), of 0 .. 5000 bytes
- * (below, at and above the 256-byte slot) in segments of the message, 100 bytes,
- * a slot or 3000 bytes; the moment it completes, the buffer is overwritten as
- * an application reusing it would: a rank whose call completed before every
- * child had read it hands that child the scribble. Then every 2nd iteration an
- * exchange sum, every 3rd an in-place tree sum, every 4th a by-value bcast of up
- * to 700 bytes (several slots), every 5th a split sum in 64-byte segments. */
-static void *thr_bmain(void *arg)
+/* Per mode: its slot size, its iterations after `iters`, one iteration, and the calls
+ * it makes per rank. THR_TREE and THR_BYREF on 256-byte slots, THR_EXCHANGE and
+ * THR_SPLIT on 4 KiB ones (most of split's calls cut smaller by seg_bytes); THR_BYREF's
+ * bcast trees of the kind and radix given (the other modes' are binomial). */
+static const struct {
+    const char *name;
+    size_t slot_bytes;
+    int extra;
+    void (*step)(thr_run_t *x, int it);
+    long (*calls)(int iters);
+} thr_modes[THR_NMODES] = {
+    { "tree", 256, 6, step_tree, tree_calls },
+    { "exchange", 4096, 0, step_exchange, exchange_calls },
+    { "split", 4096, 0, step_split, split_calls },
+    { "byref", 256, 0, step_byref, byref_calls },
+};
+
+static void *thr_main(void *arg)
 {
     thr_t *t = arg;
     int n = t->n;
-    ofl_edges_t e;
-    if (0 != ofl_edges_init(&e, n)) {
+    thr_run_t x = { .t = t };
+    if (0 != ofl_edges_init(&x.e, n)) {
         thr_fail(t, "edges_init", -1);
         return NULL;
     }
-    ofl_sched_params_t pr = t->params, px = t->params, ps = t->params;
-    pr.byref = 1;
+    ofl_sched_params_t px = t->params, ps = t->params, pr = t->params;
     px.shape = OFL_SCHED_EXCHANGE;
     ps.shape = OFL_SCHED_SPLIT;
-    ofl_program_t ex, sp, ar, bc[8], br[8];
-    int ok = 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &px, &ex);
-    ok &= 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &ps, &sp);
-    ok &= 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &t->params, &ar);
+    pr.byref = 1;
+    int ok = 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &t->params, &x.ar);
+    ok &= 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &px, &x.ex);
+    ok &= 0 == ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, t->rank, n, &ps, &x.sp);
     for (int r = 0; r < n; ++r) {
-        ok &= 0 == ofl_sched_compile(OFL_COLL_BCAST, r, t->rank, n, &t->params, &bc[r]);
-        ok &= 0 == ofl_sched_compile(OFL_COLL_BCAST, r, t->rank, n, &pr, &br[r]);
-        ok &= 1 == br[r].byref && 0 == bc[r].byref;
+        ok &= 0 == ofl_sched_compile(OFL_COLL_REDUCE, r, t->rank, n, &t->params, &x.rd[r]);
+        ok &= 0 == ofl_sched_compile(OFL_COLL_BCAST, r, t->rank, n, &t->params, &x.bc[r]);
+        ok &= 0 == ofl_sched_compile(OFL_COLL_BCAST, r, t->rank, n, &pr, &x.br[r]);
+        ok &= 1 == x.br[r].byref && 0 == x.bc[r].byref;
     }
     if (!ok) {
         thr_fail(t, "compile", -1);
         return NULL;
     }
-    ofl_alu_fn isum = ofl_alu_lookup(OFL_OP_SUM, OFL_T_INT64);
-    static const size_t lens[] = { 0, 1, 7, 255, 257, 1000, 2600, 5000 };
-    static const size_t segs[] = { 0, 100, 256, 3000 };
-    const size_t nl = sizeof(lens) / sizeof(lens[0]);
-    uint8_t *bb = malloc(5001), vb[701];
-    int64_t send[8 * 8 + 13], recv[8 * 8 + 14];
-    for (int it = 0; it < t->small_iters; ++it) {
-        size_t wrong = 0;
-        int root = (it + it / n) % n;
-        size_t len = lens[it % nl], seg = segs[(it / nl) % 4];
-        for (size_t j = 0; j < len; ++j) {
-            bb[j] = t->rank == root ? pattern(root, (uint32_t) it, j) : SENTINEL;
-        }
-        bb[len] = SENTINEL;
-        ofl_call_t ob = { NULL, bb, NULL, 1, len, seg };
-        thr_call(t, &br[root], &e, &ob, it);
-        for (size_t j = 0; j < len; ++j) {
-            wrong += bb[j] != pattern(root, (uint32_t) it, j);
-        }
-        wrong += SENTINEL != bb[len];
-        memset(bb, 0x3c, len);
-        if (wrong) {
-            thr_fail(t, "by-reference bcast", it);
-        }
-        if (0 == it % 2) {
-            size_t count = 1 + (size_t) (it % 3);
-            for (size_t j = 0; j < count; ++j) {
-                send[j] = thr_val(t->rank, it, j);
-                recv[j] = -1;
-            }
-            ofl_call_t oc = { send, recv, isum, 8, count, 0 };
-            thr_call(t, &ex, &e, &oc, it);
-            for (size_t j = 0; j < count; ++j) {
-                uint64_t want = 0;
-                for (int r = 0; r < n; ++r) {
-                    want += (uint64_t) thr_val(r, it, j);
-                }
-                wrong += (uint64_t) recv[j] != want;
-            }
-            if (wrong) {
-                thr_fail(t, "exchange between by-reference bcasts", it);
-            }
-        }
-        if (0 == it % 3) {
-            recv[0] = thr_val(t->rank, it + 5555, 0);
-            ofl_call_t oc = { recv, recv, isum, 8, 1, 0 };
-            thr_call(t, &ar, &e, &oc, it);
-            uint64_t want = 0;
-            for (int r = 0; r < n; ++r) {
-                want += (uint64_t) thr_val(r, it + 5555, 0);
-            }
-            if ((uint64_t) recv[0] != want) {
-                thr_fail(t, "tree allreduce between by-reference bcasts", it);
-            }
-        }
-        if (1 == it % 4) {
-            int vroot = (it / 4) % n;
-            size_t vlen = 1 + (size_t) (it * 37 % 700);
-            for (size_t j = 0; j < vlen; ++j) {
-                vb[j] = t->rank == vroot ? pattern(vroot, (uint32_t) it + 77777, j) : SENTINEL;
-            }
-            vb[vlen] = SENTINEL;
-            ofl_call_t ov = { NULL, vb, NULL, 1, vlen, 0 };
-            thr_call(t, &bc[vroot], &e, &ov, it);
-            for (size_t j = 0; j < vlen; ++j) {
-                wrong += vb[j] != pattern(vroot, (uint32_t) it + 77777, j);
-            }
-            wrong += SENTINEL != vb[vlen];
-            if (wrong) {
-                thr_fail(t, "by-value bcast between by-reference bcasts", it);
-            }
-        }
-        if (2 == it % 5) {
-            size_t count = 8 * (size_t) n + (size_t) (it % 13);
-            for (size_t j = 0; j < count; ++j) {
-                send[j] = thr_val(t->rank, -it, j);
-                recv[j] = -1;
-            }
-            recv[count] = -7;
-            ofl_call_t oc = { send, recv, isum, 8, count, 64 };
-            thr_call(t, &sp, &e, &oc, it);
-            for (size_t j = 0; j < count; ++j) {
-                uint64_t want = 0;
-                for (int r = 0; r < n; ++r) {
-                    want += (uint64_t) thr_val(r, -it, j);
-                }
-                wrong += (uint64_t) recv[j] != want;
-            }
-            wrong += -7 != recv[count];
-            if (wrong) {
-                thr_fail(t, "split between by-reference bcasts", it);
-            }
-        }
+    x.isum = ofl_alu_lookup(OFL_OP_SUM, OFL_T_INT64);
+    x.fsum = ofl_alu_lookup(OFL_OP_SUM, OFL_T_FLOAT);
+    x.dmax = ofl_alu_lookup(OFL_OP_MAX, OFL_T_DOUBLE);
+    x.send = malloc((THR_MAX_COUNT + 1) * sizeof(int64_t));
+    x.recv = malloc((THR_MAX_COUNT + 1) * sizeof(int64_t));
+    x.bval = malloc(THR_MAX_BVAL + 1);
+    x.bref = malloc(THR_MAX_BREF + 1);
+    for (int it = 0; it < t->iters + thr_modes[t->mode].extra; ++it) {
+        thr_modes[t->mode].step(&x, it);
     }
-    free(bb);
-    ofl_program_free(&ex);
-    ofl_program_free(&sp);
-    ofl_program_free(&ar);
+    free(x.send);
+    free(x.recv);
+    free(x.bval);
+    free(x.bref);
+    ofl_program_free(&x.ar);
+    ofl_program_free(&x.ex);
+    ofl_program_free(&x.sp);
     for (int r = 0; r < n; ++r) {
-        ofl_program_free(&bc[r]);
-        ofl_program_free(&br[r]);
+        ofl_program_free(&x.rd[r]);
+        ofl_program_free(&x.bc[r]);
+        ofl_program_free(&x.br[r]);
     }
-    memcpy(t->in, e.in, sizeof(uint64_t) * (size_t) n * NCH);
-    memcpy(t->out, e.out, sizeof(uint64_t) * (size_t) n * NCH);
-    ofl_edges_fini(&e);
+    memcpy(t->in, x.e.in, sizeof(uint64_t) * (size_t) n * NCH);
+    memcpy(t->out, x.e.out, sizeof(uint64_t) * (size_t) n * NCH);
+    ofl_edges_fini(&x.e);
     return NULL;
 }
 
-enum { THR_TREE, THR_EXCHANGE, THR_SPLIT, THR_BYREF };
-
-/* THR_TREE: thr_main on 256-byte segments; THR_EXCHANGE: thr_xmain on 4 KiB ones;
- * THR_SPLIT: thr_smain on 4 KiB slots, most calls cut smaller by seg_bytes;
- * THR_BYREF: thr_bmain on 256-byte slots, its bcast trees of the kind and radix
- * given (the other modes' bcast tree is the binomial one). */
 static void test_threads(int n, int slots, ofl_tree_kind_t kind, int radix, int mode,
                          int iters)
 {
-    static const char *mode_name[] = { "tree", "exchange", "split", "byref" };
-    size_t segsize = THR_TREE == mode || THR_BYREF == mode ? 256 : 4096;
+    const char *mode_name = thr_modes[mode].name;
+    size_t segsize = thr_modes[mode].slot_bytes;
     char name[64];
     shm_name(name, sizeof(name));
     thr_t t[8];
@@ -639,7 +432,8 @@ static void test_threads(int n, int slots, ofl_tree_kind_t kind, int radix, int 
     for (int r = 0; r < n; ++r) {
         t[r].rank = r;
         t[r].n = n;
-        t[r].small_iters = iters;
+        t[r].iters = iters;
+        t[r].mode = mode;
         t[r].params = (ofl_sched_params_t) { kind, radix, OFL_TREE_KNOMIAL, 2, slots, 0, 0 };
         if (THR_BYREF == mode) {
             t[r].params.bcast_kind = kind;
@@ -656,23 +450,19 @@ static void test_threads(int n, int slots, ofl_tree_kind_t kind, int radix, int 
     if (0 != rc) {
         return;
     }
-    void *(*body[])(void *) = { thr_main, thr_xmain, thr_smain, thr_bmain };
     pthread_t th[8];
     for (int r = 0; r < n; ++r) {
-        CHECK(0 == pthread_create(&th[r], NULL, body[mode], &t[r]), "pthread_create");
+        CHECK(0 == pthread_create(&th[r], NULL, thr_main, &t[r]), "pthread_create");
     }
     long calls = 0;
     for (int r = 0; r < n; ++r) {
         pthread_join(th[r], NULL);
-        CHECK(0 == t[r].bad, "threads n %d %s: %ld failures, first: %s", n, mode_name[mode],
+        CHECK(0 == t[r].bad, "threads n %d %s: %ld failures, first: %s", n, mode_name,
               t[r].bad, t[r].first);
         calls += t[r].calls;
     }
-    long want = THR_TREE == mode       ? iters + 18
-                : THR_EXCHANGE == mode ? iters + (iters + 2) / 3 + (iters + 1) / 3
-                : THR_SPLIT == mode    ? smain_calls(iters)
-                                       : bmain_calls(iters);
-    CHECK(calls == (long) n * want, "threads n %d %s: %ld calls", n, mode_name[mode], calls);
+    long want = thr_modes[mode].calls(iters);
+    CHECK(calls == (long) n * want, "threads n %d %s: %ld calls", n, mode_name, calls);
     /* Every call is over: each count equals the items its stream carried, and the
      * trigger test agrees with it exactly. */
     int bad = 0, used[NCH] = { 0 };
@@ -703,9 +493,9 @@ static void test_threads(int n, int slots, ofl_tree_kind_t kind, int radix, int 
     for (int r = 0; r < n; ++r) {
         waits_bad += t[r].waits_bad;
     }
-    CHECK(0 == waits_bad, "threads n %d %s: %ld waits failed", n, mode_name[mode], waits_bad);
+    CHECK(0 == waits_bad, "threads n %d %s: %ld waits failed", n, mode_name, waits_bad);
     CHECK(0 == bad && used_ok, "threads n %d %s: %d streams off their counts, %d + %d used", n,
-          mode_name[mode], bad, used[0], used[1]);
+          mode_name, bad, used[0], used[1]);
     for (int r = 0; r < n; ++r) {
         ofl_softnic_detach(&t[r].nic);
     }
