@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clocks.h"
 #include "engine/board.h"
 #include "nic/nic.h"
 #include "sched/policy.h"
@@ -450,22 +451,15 @@ static int check(int coll, MPI_Comm comm, size_t bytes)
     return all;
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
-}
-
 /* Seconds per call over `iters` calls: the slowest rank's. */
 static double timed(int coll, MPI_Comm comm, size_t bytes, int iters)
 {
     MPI_Barrier(comm);
-    double t0 = now();
+    double t0 = now_s();
     for (int i = 0; i < iters; ++i) {
         call(coll, comm, bytes);
     }
-    double t = (now() - t0) / iters, tmax = 0;
+    double t = (now_s() - t0) / iters, tmax = 0;
     MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, comm);
     return tmax;
 }
@@ -481,7 +475,7 @@ static void progress(const opts_t *o, const study_t *s, const point_t *p, int be
     if (o->quiet || 0 != wrank) {
         return;
     }
-    double el = now() - t_start;
+    double el = now_s() - t_start;
     double frac = samples_planned > 0 ? (double) samples_done / (double) samples_planned : 0;
     frac = frac > 0.99 ? 0.99 : frac;
     double eta = frac > 0 ? el / frac - el : 0;
@@ -843,7 +837,7 @@ static void study(const opts_t *o, study_t *s, MPI_Comm sub, const ofl_policy_t 
                 mids[nmid++] = m;
             }
         }
-        if (0 == nmid || now() > deadline) {
+        if (0 == nmid || now_s() > deadline) {
             break;
         }
         for (int j = 0; j < nmid; ++j) {
@@ -1052,7 +1046,7 @@ int main(int argc, char **argv)
     sample_secs = sample_secs < MIN_SAMPLE ? MIN_SAMPLE : sample_secs > MAX_SAMPLE
                   ? MAX_SAMPLE : sample_secs;
     samples_planned = plan;
-    t_start = now();
+    t_start = now_s();
     if (0 == wrank && wsize > sysconf(_SC_NPROCESSORS_ONLN)) {
         fprintf(stderr, "coll-offload-tune: warning: %d ranks on %ld cores: ranks share cores, "
                 "so what is measured is mostly the scheduler; run at most one rank per "
@@ -1098,7 +1092,7 @@ int main(int argc, char **argv)
             }
         }
     }
-    double took = now() - t_start;
+    double took = now_s() - t_start;
 
     int rc = 0;
     if (0 == wrank) {

@@ -17,6 +17,8 @@
  * trip's worth, whatever the software.
  */
 #define _GNU_SOURCE
+#include "clocks.h"
+
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -56,13 +58,6 @@ static void *echo(void *arg)
         want += 2;
     }
     return NULL;
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
 }
 
 static int cmp(const void *a, const void *b)
@@ -117,13 +112,13 @@ int main(int argc, char **argv)
     }
     double rt[BLOCKS];
     for (int b = 0; b < BLOCKS; ++b) {
-        double t0 = now();
+        double t0 = now_s();
         for (long k = 0; k < iters; ++k, n += 2) {
             atomic_store_explicit(&line, n, memory_order_release);
             while (atomic_load_explicit(&line, memory_order_acquire) != n + 1) {
             }
         }
-        rt[b] = (now() - t0) * 1e6 / (double) iters;
+        rt[b] = (now_s() - t0) * 1e6 / (double) iters;
     }
     pthread_join(t, NULL);
     qsort(rt, BLOCKS, sizeof(double), cmp);

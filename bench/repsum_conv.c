@@ -26,15 +26,9 @@
 
 #include <math.h>
 
+#include "clocks.h"
 #include "repsum/repsum.h"
 #include "repsum/repsum_wide.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
-}
 
 /* Keep the compiler from dropping the ordinary add's loop. */
 static void plain_add(double *out, const double *a, const double *b, size_t n)
@@ -51,9 +45,9 @@ static size_t count = 131072;
     do {                                                                                      \
         double best = 1e30;                                                                   \
         for (int r_ = 0; r_ < reps; ++r_) {                                                   \
-            double t0_ = now();                                                               \
+            double t0_ = now_s();                                                             \
             stmt;                                                                             \
-            double dt_ = now() - t0_;                                                         \
+            double dt_ = now_s() - t0_;                                                       \
             best = dt_ < best ? dt_ : best;                                                   \
         }                                                                                     \
         printf("%-34s %7.3f ns/value\n", name, best * 1e9 / (double) count);                 \

@@ -39,6 +39,7 @@
  */
 #include "sim/sim.h"
 
+#include "clocks.h"
 #include "sched/rules.h"
 
 #include <hwloc.h>
@@ -476,13 +477,6 @@ static int hwloc_shape(const char *desc, int *ppn, int *per_socket)
     return pus > 0 ? 0 : -1;
 }
 
-static double wall_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
-}
-
 static int cmd_one(int argc, char **argv, const opts_t *o)
 {
     ofl_sim_model_t m = modern_model();
@@ -539,9 +533,9 @@ static int cmd_one(int argc, char **argv, const opts_t *o)
     scale_msg(&r, bytes, 128 * 1024, cap < 64 ? 64 : cap);
     r.hier = hier;
     ofl_sim_result_t res;
-    double w0 = wall_s();
+    double w0 = now_s();
     double lat = run_once(&m, &t, ranks / t.ppn, &r, &res);
-    double w1 = wall_s();
+    double w1 = now_s();
     printf("%d ranks (%d per node, %d per socket), %zu B, %s, %s-%d%s: %.2f us per call "
            "(min %.2f max %.2f), %llu packets, %llu descriptors, %.1f MiB, wall %.2f s, "
            "%llu of %llu results wrong\n",
@@ -686,7 +680,7 @@ static int cmd_rules(int argc, char **argv, const opts_t *o)
     static const ofl_coll_t colls[2] = { OFL_COLL_REDUCE, OFL_COLL_BCAST };
     shape_t best[RULE_BANDS_MAX][2];
     double best_us[RULE_BANDS_MAX][2], k4_us[RULE_BANDS_MAX][2];
-    double w0 = wall_s();
+    double w0 = now_s();
     for (int b = 0; b < nb; ++b) {
         /* A rule's tree shapes the whole communicator's program (the node-aware module
          * keeps the MCA values), so the run is flat over all ranks, not node-aware; a
@@ -711,7 +705,7 @@ static int cmd_rules(int argc, char **argv, const opts_t *o)
             }
         }
     }
-    double w1 = wall_s();
+    double w1 = now_s();
     if (bad) {
         fprintf(stderr, "sim rules: %d simulated runs failed or gave wrong results; "
                         "no rules written\n", bad);

@@ -40,6 +40,7 @@
  * Usage: t_nb [--expect-offload] [--quick] [-v]
  */
 #define _GNU_SOURCE
+#include "clocks.h"
 #include "t_common.h"
 
 #include <dirent.h>
@@ -1155,27 +1156,13 @@ static void test_persistent_any_order(void)
 
 /* ---- (f) progress without the host ----------------------------------------------- */
 
-static double wall(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
-}
-
-static double cpu_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
-}
-
 static volatile double sink;
 
 /* Busy work with no MPI call, for `secs` seconds. */
 static void compute(double secs)
 {
-    double t0 = wall(), x = 1.0;
-    while (wall() - t0 < secs) {
+    double t0 = now_s(), x = 1.0;
+    while (now_s() - t0 < secs) {
         for (int i = 0; i < 10000; i++) {
             x = x * 1.0000001 + 1e-9;
         }
@@ -1296,9 +1283,9 @@ static void test_no_host(void)
         /* No MPI call until the results are in place, and for at least 0.3 s (far
          * longer than the calls take, well under a millisecond each); 10 s without
          * them is a hang. How long they took is printed, not judged. */
-        double t0 = wall(), in_place = -1;
+        double t0 = now_s(), in_place = -1;
         int ready = 0;
-        while (wall() - t0 < 10.0 && (!ready || wall() - t0 < 0.3)) {
+        while (now_s() - t0 < 10.0 && (!ready || now_s() - t0 < 0.3)) {
             if (0 == mode) {
                 compute(0.005);
             } else {
@@ -1310,7 +1297,7 @@ static void test_no_host(void)
                 for (int i = 0; i < 64 && ready; i++) {
                     ready = bc[i] == i * 3 + 1;
                 }
-                in_place = ready ? wall() - t0 : in_place;
+                in_place = ready ? now_s() - t0 : in_place;
             }
         }
         int flags[4];
@@ -1318,7 +1305,7 @@ static void test_no_host(void)
             MPI_Test(&r[k], &flags[k], MPI_STATUS_IGNORE);
         }
         t_check(ready, "progress without the host (%s): results not in place after %.1f s "
-                "without MPI calls", mode ? "sleeping" : "computing", wall() - t0);
+                "without MPI calls", mode ? "sleeping" : "computing", now_s() - t0);
         t_note("  progress without the host (%s): results in place after %.3f s on rank 0\n",
                mode ? "sleeping" : "computing", in_place);
         t_check(flags[0] && flags[1] && flags[2] && flags[3],
@@ -1338,9 +1325,9 @@ static void test_no_host(void)
     /* Nothing outstanding: the agent sleeps. */
     MPI_Barrier(MPI_COMM_WORLD);
     usleep(20000);
-    double c0 = cpu_seconds();
+    double c0 = cpu_s();
     usleep(300000);
-    double used = cpu_seconds() - c0;
+    double used = cpu_s() - c0;
     t_note("  idle: rank 0 used %.3f s of CPU in 0.3 s (the agent asleep: about none)\n", used);
 
     /* Placement: a core no local rank is bound to, if there is one; else unbound. */

@@ -26,6 +26,7 @@
  *
  * Usage: t_rules [--expect-offload] [-v]
  */
+#include "clocks.h"
 #include "t_common.h"
 
 #include <time.h>
@@ -234,13 +235,6 @@ static int bc_value(int root, int i, unsigned k)
     return (root + 1) * 100003 + 7 * i + (int) (k % 1000);
 }
 
-static double mono_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
-}
-
 /* One barrier; where every rank shares this node's clock, nobody may leave it before the
  * last rank (made late on purpose, a different one each call) has entered it. */
 static void one_barrier(const tcomm_t *c, const char *key)
@@ -249,9 +243,9 @@ static void one_barrier(const tcomm_t *c, const char *key)
     if (c->size > 1 && (int) (k % (unsigned) c->size) == c->rank) {
         usleep(1000);
     }
-    double t0 = mono_now();
+    double t0 = now_s();
     int rc = MPI_Barrier(c->comm);
-    double t1 = mono_now();
+    double t1 = now_s();
     double *in = malloc(sizeof(double) * (size_t) c->size);
     MPI_Allgather(&t0, 1, MPI_DOUBLE, in, 1, MPI_DOUBLE, c->comm);
     double last = t0;

@@ -4,11 +4,12 @@
  */
 /* Helpers the engine's unit tests share (test_sched, test_engine, test_threads,
  * test_softnic): inputs and the references computed from them, shared memory
- * names, and a clock. Static inline so that each program carries only what it
- * uses, and CHECK counts into the including program's own tally. */
+ * names, and the clocks (clocks.h). Static inline so that each program carries
+ * only what it uses, and CHECK counts into the including program's own tally. */
 #ifndef OFL_ENGINE_UTIL_H
 #define OFL_ENGINE_UTIL_H
 
+#include "clocks.h"
 #include "engine/engine.h"
 #include "sched/sched.h"
 #include "unit.h"
@@ -21,13 +22,6 @@
 
 #define NCH OFL_CHANNELS
 #define SENTINEL 0xa5
-
-static inline double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
-}
 
 /* ---- inputs and references ------------------------------------------------ */
 

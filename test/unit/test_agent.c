@@ -34,6 +34,7 @@
  * such a bound. What is checked is that they happen; a wait that never ends is
  * unit_timeout's failure, and the waits below give up after seconds.
  */
+#include "clocks.h"
 #include "engine/agent.h"
 #include "unit.h"
 
@@ -45,20 +46,6 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
-}
-
-static double cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
-}
 
 static void sleep_ms(int ms)
 {

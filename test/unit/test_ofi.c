@@ -34,6 +34,7 @@
  * When the provider is missing (no libfabric sockets provider), the test says
  * so and exits 77 (skipped).
  */
+#include "clocks.h"
 #include "engine/engine.h"
 #include "nic/ofi.h"
 #include "sched/sched.h"
@@ -88,13 +89,6 @@ static void close_all(int n)
         ofl_ofi_close(nics[r]);
         nics[r] = NULL;
     }
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
 }
 
 /* Step every rank's instance until all are done (or 10 s pass). */
