@@ -120,7 +120,7 @@ build_tree() {
         say "compiler warnings in coll/offload:"
         grep ': warning:' "$work/tree-make.log" | grep 'coll/offload' | head
     fi
-    v=$("$prefix/bin/ompi_info" --parsable --version 2>/dev/null | sed -n 's/^ompi:version:full://p')
+    v=$("$prefix/bin/ompi_info" --version 2>/dev/null | sed -n 's/^Open MPI v//p')
     say "installed Open MPI $v in $prefix"
     "$prefix/bin/ompi_info" | grep -q 'MCA coll: offload' && ok "ompi_info lists coll offload" ||
         bad "ompi_info does not list coll offload"
