@@ -11,6 +11,11 @@
 # N > 0, else 0. Run from anywhere inside the repository.
 set -eu
 cd "$(dirname "$0")/.."
+# Without git (or outside a clone) nothing could be listed: that is a failure, not 0.
+if ! command -v git >/dev/null 2>&1 || ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    echo "spdx: cannot list the tracked files (git missing or not a clone): not checked"
+    exit 1
+fi
 
 files=$( {
     git ls-files -- '*.c' '*.h' '*.sh' '*.bash' '*.py' '*.pl' '*.am' '*.ac' \

@@ -32,6 +32,10 @@ legs=${SAN_LEGS:-asan-unit asan-mpi tsan-unit}
 TEST_TIMEOUT=${TEST_TIMEOUT:-300}
 san_dir=$top/contrib/sanitizers
 jobs=$(nproc 2>/dev/null || echo 2)
+# Where Open MPI's devel headers are incomplete (Debian 13), the source tree that
+# completes them, as the main build was configured (contrib/setup.sh).
+extra=$("$top/config.status" --config 2>/dev/null | tr ' ' '\n' | tr -d "'" |
+        grep -- '^--with-ompi-extra-headers=' | head -1)
 
 pass=0
 fail=0
@@ -137,9 +141,10 @@ build_asan() {
     [ "$asan_built" = no ] || return 0
     asan_built=failed
     echo "== building with ASan+UBSan (gcc)"
+    # shellcheck disable=SC2086  # $extra is empty or one option
     if configure_build "$work/asan" "$work/logs/asan.build.log" "" CC=gcc \
         CFLAGS="-g $ASAN_FLAGS" LDFLAGS="$ASAN_FLAGS" \
-        --with-component-dir="$work/asan/component"; then
+        --with-component-dir="$work/asan/component" $extra; then
         asan_built=yes
     else
         tail -n 30 "$work/logs/asan.build.log"
@@ -226,9 +231,10 @@ for leg in $legs; do
 
     tsan-unit)
         echo "== building with TSan (clang)"
+        # shellcheck disable=SC2086
         if ! configure_build "$work/tsan" "$work/logs/tsan.build.log" src CC=clang \
             CFLAGS="-g -fsanitize=thread" LDFLAGS="-fsanitize=thread" \
-            --with-component-dir="$work/tsan/component"; then
+            --with-component-dir="$work/tsan/component" $extra; then
             tail -n 30 "$work/logs/tsan.build.log"
             bad "tsan-unit build"
             continue

@@ -61,7 +61,7 @@ distro=$(osr ID)
 version=$(osr VERSION_ID)
 codename=$(osr VERSION_CODENAME)
 pkgs="build-essential autoconf automake libtool pkg-config libopenmpi-dev openmpi-bin \
-libfabric-dev libhwloc-dev python3-matplotlib iproute2 util-linux clang llvm dpkg-dev"
+libfabric-dev libhwloc-dev python3-matplotlib iproute2 util-linux clang llvm dpkg-dev git"
 case "$distro:$version:$codename" in
     debian:12:*|*:*:bookworm)
         release="Debian 12 (bookworm)"
