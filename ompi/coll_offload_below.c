@@ -29,10 +29,17 @@ static const char *component_of(const struct ompi_communicator_t *comm,
     return NULL;
 }
 
-static int pairs_wrong(const struct ompi_communicator_t *comm, const mca_coll_base_module_t *module)
+/* What the component of a module below is known to get wrong (OFL_BELOW_WRONG_*). */
+static int known_wrong(const struct ompi_communicator_t *comm, const mca_coll_base_module_t *module)
 {
     const char *name = component_of(comm, module);
-    return NULL != name && (0 == strcmp(name, "xhc") || 0 == strcmp(name, "acoll"));
+    if (NULL == name) {
+        return 0;
+    }
+    if (0 == strcmp(name, "acoll")) {
+        return OFL_BELOW_WRONG_PAIRS | OFL_BELOW_WRONG_FLOAT_ORDER;
+    }
+    return 0 == strcmp(name, "xhc") ? OFL_BELOW_WRONG_PAIRS : 0;
 }
 #endif
 
@@ -60,8 +67,8 @@ int mca_coll_offload_below_save(mca_coll_offload_below_t *below,
     OFL_BELOW_SLOTS(OFL_BELOW_RETAIN)
 #undef OFL_BELOW_RETAIN
 #if OFL_OMPI_MAJOR >= 6
-    below->pairs_wrong = pairs_wrong(comm, below->allreduce_module)
-                         || pairs_wrong(comm, below->reduce_module);
+    below->wrong = known_wrong(comm, below->allreduce_module)
+                   | known_wrong(comm, below->reduce_module);
 #endif
     return OMPI_SUCCESS;
 }

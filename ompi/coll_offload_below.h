@@ -39,12 +39,19 @@
 
 typedef struct {
     OFL_BELOW_SLOTS(OFL_BELOW_FIELD)
-    /* a reduction slot below is a component known to get MINLOC/MAXLOC on the pair
-     * types wrong (coll/xhc, coll/acoll): mca_coll_offload_below_op wraps them */
-    int pairs_wrong;
+    /* what a reduction slot below is known to get wrong (OFL_BELOW_WRONG_*):
+     * mca_coll_offload_below_op hands it those ops in a form it gets right */
+    int wrong;
 } mca_coll_offload_below_t;
 
 #undef OFL_BELOW_FIELD
+
+/* MINLOC/MAXLOC on the pair types (coll/xhc and coll/acoll of Open MPI 6 size them by
+ * their data bytes, not their extent). */
+#define OFL_BELOW_WRONG_PAIRS 1
+/* Floating-point sums and products whose ranks get results that differ in their last
+ * bits (coll/acoll of Open MPI 6 at 4 ranks and more: complex products seen). */
+#define OFL_BELOW_WRONG_FLOAT_ORDER 2
 
 /*
  * Save every slot from comm's current table and retain every module saved. A

@@ -245,7 +245,9 @@ int mca_coll_offload_map(struct ompi_datatype_t *dtype, struct ompi_op_t *op, of
  * process, created by the first module and released with the last.
  */
 static opal_mutex_t wrap_lock = OPAL_MUTEX_STATIC_INIT;   /* module set-up: application threads */
-static ompi_op_t *wrap_op[6];   /* SUM, PROD, MIN, MAX, MINLOC, MAXLOC */
+/* SUM, PROD, MIN, MAX (commutative, over the ALU's kernels), MINLOC, MAXLOC, SUM, PROD
+ * (the intrinsic ops declared non-commutative) */
+static ompi_op_t *wrap_op[8];
 static int wrap_refs;
 
 
@@ -295,6 +297,19 @@ static void wrap_minloc(void *in, void *inout, int *len, struct ompi_datatype_t 
 static void wrap_maxloc(void *in, void *inout, int *len, struct ompi_datatype_t **dt)
 {
     ompi_op_reduce(&ompi_mpi_op_maxloc.op, in, inout, (size_t) (*len > 0 ? *len : 0), *dt);
+}
+
+/* Floating-point sums and products, the same way, for a layer below whose own algorithm
+ * gives its ranks results that differ in their last bits (coll/acoll): its base
+ * algorithms for non-commutative ops combine in one order that every rank shares. */
+static void wrap_sum_ordered(void *in, void *inout, int *len, struct ompi_datatype_t **dt)
+{
+    ompi_op_reduce(&ompi_mpi_op_sum.op, in, inout, (size_t) (*len > 0 ? *len : 0), *dt);
+}
+
+static void wrap_prod_ordered(void *in, void *inout, int *len, struct ompi_datatype_t **dt)
+{
+    ompi_op_reduce(&ompi_mpi_op_prod.op, in, inout, (size_t) (*len > 0 ? *len : 0), *dt);
 }
 
 static void repsum_apply(void *in, void *inout, int *len, struct ompi_datatype_t **dt)
@@ -364,6 +379,8 @@ void mca_coll_offload_wrap_ops_retain(void)
         wrap_op[3] = OFL_OP_CREATE_USER(true, wrap_max);
         wrap_op[4] = OFL_OP_CREATE_USER(false, wrap_minloc);
         wrap_op[5] = OFL_OP_CREATE_USER(false, wrap_maxloc);
+        wrap_op[6] = OFL_OP_CREATE_USER(false, wrap_sum_ordered);
+        wrap_op[7] = OFL_OP_CREATE_USER(false, wrap_prod_ordered);
         repsum_op = OFL_OP_CREATE_USER(true, repsum_apply);
         if (OMPI_SUCCESS != ompi_datatype_create_contiguous((int) sizeof(ofl_repsum_t),
                                                             MPI_BYTE, &repsum_type)
@@ -382,7 +399,7 @@ void mca_coll_offload_wrap_ops_release(void)
 {
     OPAL_THREAD_LOCK(&wrap_lock);
     if (wrap_refs > 0 && 0 == --wrap_refs) {
-        for (int i = 0; i < 6; ++i) {
+        for (int i = 0; i < 8; ++i) {
             if (NULL != wrap_op[i]) {
                 OBJ_RELEASE(wrap_op[i]);
                 wrap_op[i] = NULL;
@@ -411,10 +428,22 @@ void mca_coll_offload_wrap_ops_release(void)
 struct ompi_op_t *mca_coll_offload_below_op(const mca_coll_offload_below_t *below,
                                             struct ompi_datatype_t *dtype, struct ompi_op_t *op)
 {
-    if (OPAL_UNLIKELY(below->pairs_wrong)
-        && (op == &ompi_mpi_op_minloc.op || op == &ompi_mpi_op_maxloc.op)) {
-        struct ompi_op_t *w = wrap_op[op == &ompi_mpi_op_minloc.op ? 4 : 5];
-        return NULL != w ? w : op;
+    if (OPAL_UNLIKELY(0 != below->wrong)) {
+        if ((below->wrong & OFL_BELOW_WRONG_PAIRS)
+            && (op == &ompi_mpi_op_minloc.op || op == &ompi_mpi_op_maxloc.op)) {
+            struct ompi_op_t *w = wrap_op[op == &ompi_mpi_op_minloc.op ? 4 : 5];
+            return NULL != w ? w : op;
+        }
+        if ((below->wrong & OFL_BELOW_WRONG_FLOAT_ORDER)
+            && (op == &ompi_mpi_op_sum.op || op == &ompi_mpi_op_prod.op)) {
+            const known_type_t *k = ompi_datatype_is_predefined(dtype) ? known_type(dtype) : NULL;
+            if (NULL != k && (OFL_T_FLOAT == k->type || OFL_T_DOUBLE == k->type
+                              || OFL_T_LONG_DOUBLE == k->type || OFL_T_CFLOAT == k->type
+                              || OFL_T_CDOUBLE == k->type)) {
+                struct ompi_op_t *w = wrap_op[op == &ompi_mpi_op_sum.op ? 6 : 7];
+                return NULL != w ? w : op;
+            }
+        }
     }
     if (op == &ompi_mpi_op_min.op || op == &ompi_mpi_op_max.op) {
         /* Open MPI 4.1's own MIN/MAX compare MPI_UNSIGNED_LONG as signed and
