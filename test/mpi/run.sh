@@ -55,6 +55,8 @@ fi
 
 expect=""
 [ "$EXPECT_OFFLOAD" = 1 ] && expect="--expect-offload"
+# The Open MPI release under test (its major number), where behaviours differ.
+ompi_major=$(ompi_info --version 2>/dev/null | sed -n 's/^Open MPI v\([0-9]*\).*/\1/p' | head -1)
 
 # Persistent collectives run on the NIC only where their starts may be matched by
 # order (MPI-4 lets ranks start them in any order; the component's default hands
@@ -211,7 +213,12 @@ $(counts "$log" t_coll)
 EOF
     shown=$(grep -ac "coll_offload_barrier_policy could not be read" "$log")
     missing=$(grep -ac "couldn't open the help file" "$log")
-    if [ "$n" != 1 ] || [ "$rc" != 0 ] || [ "$shown" != 1 ] || [ "$missing" != 0 ]; then
+    # Open MPI 4.1's and 5.0's launchers show a help message every rank sends once;
+    # Open MPI 6's (PRRTE) shows some of the copies too: at least once, at most twice a rank.
+    most=1
+    [ "${ompi_major:-0}" -ge 6 ] && most=$((2 * np))
+    if [ "$n" != 1 ] || [ "$rc" != 0 ] || [ "$shown" -lt 1 ] || [ "$shown" -gt "$most" ] \
+        || [ "$missing" != 0 ]; then
         f=$((f + 1))
     else
         p=$((p + 1))
@@ -220,7 +227,7 @@ EOF
         "$([ "$f" = 0 ] && echo '[ ok ]' || echo '[FAIL]')" "t_coll np=$np bad policy (help)" \
         "$p" "$f" "$(skipped "$s")" "$secs"
     if [ "$f" != 0 ]; then
-        echo "         exit $rc, the help message shown $shown times (want 1), help file" \
+        echo "         exit $rc, the help message shown $shown times (want 1..$most), help file" \
             "missing $missing times; log: $log"
     fi
     total_pass=$((total_pass + p))
@@ -674,7 +681,9 @@ for mode in none converted raw; do
 done
 # MPI-4's large-count bindings (Open MPI 6 passes size_t counts down): counts above
 # INT_MAX go to the layer below (2 GiB a rank; skipped where mpi.h has no _c bindings).
-run t_large 2 "" $expect
+# The layer below is basic here: Open MPI main's tuned reduce crashes on counts above
+# INT_MAX without this component too (a segfault in ompi_coll_base_reduce_generic).
+run t_large 2 "--mca coll offload,basic,libnbc,self,inter" $expect
 # The tuner (bench/coll-offload-tune) on a short budget: it checks every candidate's
 # result, writes a file that reads back, and the component runs t_coll by it.
 tune="$BINDIR/../../bench/coll-offload-tune"
