@@ -16,20 +16,24 @@
 #include <errno.h>
 #include <string.h>
 
+#include "glue.h"
 #include "ompi/datatype/ompi_datatype.h"
 #include "opal/datatype/opal_convertor.h"
-#include "opal/util/output.h"
+#include "opal/util/show_help.h"
 
-/* A call's error, said by the rank that returns it, on its own stderr (opal_output):
- * unlike the set-up's warnings (opal_show_help), these come from every rank of a
- * failing call at once, and Open MPI 4.1's relay of help messages through mpirun drops
- * some of a burst (seen as "Data unpack would read past end of buffer" there); each rank
- * must say why its call failed, and tests read it back from the rank's own output. */
+/* A call's error, said by the rank that returns it, as a topic of the component's help
+ * file like Open MPI's own errors. The launcher shows the first message of a topic in full
+ * and counts the others ("N more processes have sent help message ..."; all of them with
+ * orte_base_help_aggregate=0), so each text names the rank that says it. Open MPI 4.1's
+ * launcher also loses some of the messages that ranks send at about the same time, as
+ * those of one failing call are (it logs an ORTE_ERROR_LOG line of show_help.c for each):
+ * what a program goes by is the error the call returns, on every rank. */
 void mca_coll_offload_report(mca_coll_offload_module_t *m, const char *what,
                              struct ompi_communicator_t *comm, ofl_wait_status_t st, int peer,
                              int cnt, uint64_t have, int64_t need, int error)
 {
     mca_coll_offload_component_t *c = &mca_coll_offload_component;
+    unsigned cid = OFL_COMM_CID(comm);
     if (OFL_WAIT_MISMATCH == st) {
         int a = m->rank, b = peer;
         uint64_t sig_a = 0, sig_b = 0;
@@ -41,51 +45,29 @@ void mca_coll_offload_report(mca_coll_offload_module_t *m, const char *what,
         /* Different collectives at the same place in the ranks' sequences of calls:
          * calls out of order, even where the layer below happens to match such
          * calls by other means (libnbc's tags apart from tuned's). */
-        const char *rule = 0 != sig_a && 0 != sig_b && ofl_sig_other_coll(sig_a, sig_b)
-                               ? "; MPI-4.0 section 6.12: all processes must call collective "
-                                 "operations, blocking and nonblocking, in the same order "
-                                 "per communicator"
-                               : "";
-        opal_output(0,
-                    "coll:offload: %s on communicator %s (cid %u) rank %d: argument mismatch "
-                    "between ranks %d and %d (%s differ: an erroneous program%s); returning "
-                    "MPI_ERR_ARG; later collectives on this communicator fail",
-                    what, comm->c_name, OFL_COMM_CID(comm), m->rank, a < b ? a : b,
-                    a < b ? b : a, diff, rule);
+        int order = 0 != sig_a && 0 != sig_b && ofl_sig_other_coll(sig_a, sig_b);
+        opal_show_help(OFL_GLUE_HELP_FILE, order ? "call-out-of-order" : "call-mismatch", true,
+                       a < b ? a : b, a < b ? b : a, diff, what, comm->c_name, cid, m->rank);
     } else if (OFL_WAIT_FAILED == st && -EPROTO == error) {
-        opal_output(0,
-                    "coll:offload: %s on communicator %s (cid %u) rank %d: a value a peer "
-                    "wrote into the communicator's NIC (a counter, reference, board line or "
-                    "the poison mark) is out of range: corrupt shared state; returning "
-                    "MPI_ERR_OTHER",
-                    what, comm->c_name, OFL_COMM_CID(comm), m->rank);
+        opal_show_help(OFL_GLUE_HELP_FILE, "call-corrupt-state", true, what, comm->c_name, cid,
+                       m->rank);
     } else if (OFL_WAIT_FAILED == st) {
-        opal_output(0,
-                    "coll:offload: %s on communicator %s (cid %u) rank %d: reading a peer's "
-                    "memory failed (%s); returning MPI_ERR_OTHER",
-                    what, comm->c_name, OFL_COMM_CID(comm), m->rank, strerror(-error));
+        opal_show_help(OFL_GLUE_HELP_FILE, "call-peer-unreadable", true, what, comm->c_name,
+                       cid, m->rank, strerror(-error));
     } else if (OFL_WAIT_PEER_DEAD == st && NULL != m->nic
                && m->nic->ops->peer_alive(m->nic, peer)) {
         /* Marked failed by a rank that lives: a failure on its side (its own
          * message says which), after which it cannot take part any more. */
-        opal_output(0,
-                    "coll:offload: %s on communicator %s (cid %u): rank %d of that "
-                    "communicator failed on its side and gave up the communicator; returning "
-                    "MPI_ERR_OTHER",
-                    what, comm->c_name, OFL_COMM_CID(comm), peer);
+        opal_show_help(OFL_GLUE_HELP_FILE, "call-peer-gave-up", true, peer, what, comm->c_name,
+                       cid, m->rank);
     } else if (OFL_WAIT_PEER_DEAD == st) {
-        opal_output(0,
-                    "coll:offload: %s on communicator %s (cid %u): rank %d of that "
-                    "communicator is gone (its process exited); returning MPI_ERR_OTHER",
-                    what, comm->c_name, OFL_COMM_CID(comm), peer);
+        opal_show_help(OFL_GLUE_HELP_FILE, "call-peer-gone", true, peer, what, comm->c_name,
+                       cid, m->rank);
     } else {
-        opal_output(0,
-                    "coll:offload: %s on communicator %s (cid %u) rank %d: watchdog: "
-                    "waited more than %.3g s; still missing rank %d (%s counter %llu of %lld); "
-                    "returning MPI_ERR_OTHER",
-                    what, comm->c_name, OFL_COMM_CID(comm), m->rank, c->params.watchdog, peer,
-                    cnt / OFL_CHANNELS == OFL_CNT_DATA ? "data" : "credit",
-                    (unsigned long long) have, (long long) need);
+        opal_show_help(OFL_GLUE_HELP_FILE, "call-watchdog", true, what, comm->c_name, cid,
+                       m->rank, c->params.watchdog, peer,
+                       cnt / OFL_CHANNELS == OFL_CNT_DATA ? "data" : "credit",
+                       (unsigned long long) have, (long long) need);
     }
 }
 
@@ -95,11 +77,8 @@ int mca_coll_offload_refuse(mca_coll_offload_module_t *m, const char *what,
     int a = -1, b = -1;
     uint64_t sig_a, sig_b;
     m->nic->ops->mismatched(m->nic, &a, &sig_a, &b, &sig_b);
-    opal_output(0,
-                "coll:offload: %s on communicator %s (cid %u) rank %d: refused: an earlier "
-                "collective on this communicator had mismatched arguments (ranks %d and %d); "
-                "returning MPI_ERR_OTHER",
-                what, comm->c_name, OFL_COMM_CID(comm), m->rank, a < b ? a : b, a < b ? b : a);
+    opal_show_help(OFL_GLUE_HELP_FILE, "call-refused", true, a < b ? a : b, a < b ? b : a,
+                   what, comm->c_name, OFL_COMM_CID(comm), m->rank);
     return MPI_ERR_OTHER;
 }
 
@@ -198,11 +177,8 @@ int mca_coll_offload_agree(mca_coll_offload_module_t *m, const char *what, uint6
 int mca_coll_offload_fail_here(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
                                const char *what, const char *why, int rc)
 {
-    opal_output(0,
-                "coll:offload: %s on communicator %s (cid %u) rank %d: %s; the communicator "
-                "is marked failed (the other ranks' calls on it fail too) and falls back from "
-                "now on",
-                what, comm->c_name, OFL_COMM_CID(comm), m->rank, why);
+    opal_show_help(OFL_GLUE_HELP_FILE, "call-failed-here", true, what, comm->c_name,
+                   OFL_COMM_CID(comm), m->rank, why);
     ofl_nic_poison_self(m->nic);
     m->state = OFL_MOD_DISABLED;
     return rc;

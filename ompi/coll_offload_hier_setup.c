@@ -338,10 +338,9 @@ int mca_coll_offload_hier_net_run(hier_module_t *h, const ofl_program_t *prog,
     if (OPAL_LIKELY(OFL_WAIT_OK == st)) {
         return OMPI_SUCCESS;
     }
-    opal_output(0, "coll:offload: %s on %s (node leaders, libfabric NIC) failed: %s (node %d)",
-                what, h->leaders->c_name,
-                OFL_WAIT_TIMEOUT == st ? "watchdog expired waiting" : "a write to a peer failed",
-                peer);
+    opal_show_help(OFL_GLUE_HELP_FILE, "leaders-ofi-failed", true, what, h->leaders->c_name,
+                   OFL_WAIT_TIMEOUT == st ? "watchdog expired waiting" : "a write to a peer failed",
+                   peer);
     h->net_ready = 0;   /* mid-call: nothing more runs on it */
     return MPI_ERR_OTHER;
 }
@@ -394,9 +393,9 @@ int mca_coll_offload_hier_net_native(hier_module_t *h, void *buf, size_t count, 
     if (OPAL_LIKELY(0 == rc)) {
         return OMPI_SUCCESS;
     }
-    opal_output(0, "coll:offload: %s on %s (node leaders, triggered operations) failed: %s",
-                what, h->leaders->c_name,
-                -ETIMEDOUT == rc ? "watchdog expired waiting" : "an operation to a peer failed");
+    opal_show_help(OFL_GLUE_HELP_FILE, "leaders-triggered-failed", true, what,
+                   h->leaders->c_name,
+                   -ETIMEDOUT == rc ? "watchdog expired waiting" : "an operation to a peer failed");
     h->net_ready = 0;   /* mid-call: nothing more runs on it */
     return MPI_ERR_OTHER;
 }

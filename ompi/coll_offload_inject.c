@@ -108,6 +108,10 @@ int mca_coll_offload_inject(ofl_inject_t step, int rank)
         if (step != inject.at[i].step || rank != inject.at[i].rank) {
             continue;
         }
+        /* A trace of the test harness, not a message to users (coll_offload_inject is for
+         * tests only): on this process's own stderr, verbatim for every injection (run.sh
+         * reads each one), where opal_show_help would let the launcher show only the
+         * first of the job's injections and count the rest. */
         opal_output(0, "coll:offload: coll_offload_inject: %s fails on rank %d%s",
                     inject_names[step], rank, inject.at[i].kill ? " (SIGKILL)" : "");
         if (inject.at[i].kill) {

@@ -26,6 +26,7 @@
 #include "ompi/communicator/communicator.h"
 #include "opal/util/info.h"
 #include "opal/util/output.h"
+#include "opal/util/show_help.h"
 
 #define INFO_KEY "coll_offload_repsum"
 
@@ -108,9 +109,8 @@ static void *stage(mca_coll_offload_repsum_t *r, size_t bytes)
  * part, and saying so is all it can do. */
 static int no_memory(const char *what, struct ompi_communicator_t *comm, size_t bytes)
 {
-    opal_output(0, "coll:offload: %s on communicator %s (cid %u): cannot allocate %zu B for "
-                "the reproducible sum; returning MPI_ERR_NO_MEM", what, comm->c_name,
-                OFL_COMM_CID(comm), bytes);
+    opal_show_help(OFL_GLUE_HELP_FILE, "repsum-no-memory", true, what, comm->c_name,
+                   OFL_COMM_CID(comm), bytes);
     return OMPI_ERR_OUT_OF_RESOURCE;
 }
 

@@ -15,7 +15,7 @@
 #include <limits.h>
 
 #include "repsum/repsum.h"
-#include "opal/util/output.h"
+#include "opal/util/show_help.h"
 
 /* Binned elements per call: two per complex value. */
 static inline size_t elements(int kind, ofl_count_t count)
@@ -30,9 +30,8 @@ static inline int too_many(size_t n, const char *what, struct ompi_communicator_
     if (OPAL_LIKELY(n <= INT_MAX)) {
         return 0;
     }
-    opal_output(0, "coll:offload: %s on communicator %s (cid %u): %zu binned elements are "
-                "more than one call can carry; returning MPI_ERR_COUNT", what, comm->c_name,
-                OFL_COMM_CID(comm), n);
+    opal_show_help(OFL_GLUE_HELP_FILE, "repsum-too-many", true, what, comm->c_name,
+                   OFL_COMM_CID(comm), n);
     return 1;
 }
 

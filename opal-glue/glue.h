@@ -76,8 +76,9 @@ typedef struct {
  * installation's configuration directory. */
 #define OFL_GLUE_RULES_NAME "coll-offload-rules.conf"
 
-/* The component's help file, for opal_show_help: its startup warnings are
- * topics there (once per job through mpirun's aggregation, not per rank). */
+/* The component's help file, for opal_show_help: every warning and error it
+ * shows users is a topic there (through mpirun's aggregation: the first message
+ * of a topic in full, the others counted). */
 #define OFL_GLUE_HELP_FILE "help-coll-offload.txt"
 /* The stand-alone build installs the help file next to the component's shared
  * object: add that directory, found through `anchor` (any address inside the

@@ -142,6 +142,26 @@ static inline void t_note(const char *fmt, ...)
     fflush(stdout);
 }
 
+/* A message the component must have shown through the launcher (opal_show_help goes
+ * to mpirun, not to this process's stderr): one line "<prog>: expect WHAT", which
+ * run.sh's help_says checks against the messages mpirun printed. WHAT is keys and
+ * values: "rank R" (the message's "this rank"), "comm NAME" (its communicator), "call
+ * MPI_X", "with R" (it names two ranks, R one of them), "order" (no message on that
+ * communicator says "argument mismatch" without citing MPI-4.0 section 6.12), then
+ * "says TEXT" (the rest of the line, in the message's words) last. Not a check here:
+ * run.sh counts one per run for all of them. */
+static inline void t_expect_help(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline void t_expect_help(const char *fmt, ...)
+{
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    printf("%s: expect %s\n", t_prog, what);
+    fflush(stdout);
+}
+
 /* A check left out on this rank, and why (printed by rank 0, or by any rank
  * with -v): counted as skipped, not as passed. */
 static inline void t_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -250,15 +270,38 @@ static inline int t_finish(void)
 }
 
 /*
- * For a rank that cannot finish collectively (a peer is dead or was made to
- * misbehave): prints this rank's own "<prog>: N passed, M failed, K skipped" and
- * leaves at once with _exit, without MPI_Finalize. Every such rank prints its
- * line; run.sh sums them.
+ * For a rank that cannot finish collectively (a peer, world rank `absent`, is dead
+ * or was made to misbehave): prints this rank's own "<prog>: N passed, M failed, K
+ * skipped" and leaves with _exit, without MPI_Finalize. Every such rank prints its
+ * line; run.sh sums them. The first rank to leave makes mpirun end the job, so the
+ * ranks that finish alone first meet (point to point, the lowest of them in the
+ * middle): a rank still saying why its call failed (opal_show_help waits for
+ * mpirun) would otherwise be killed before its line.
  */
-static inline void t_finish_alone(void)
+static inline void t_finish_alone(int absent)
 {
+    enum { T_ALONE_TAG = 7919 };
     fflush(stderr);
     t_print_summary(t_npass, t_nfail, t_nskip);
+    int first = 0 == absent ? 1 : 0, token = 0;
+    if (t_wrank == first) {
+        for (int pass = 0; pass < 2; ++pass) {
+            for (int r = 0; r < t_wsize; ++r) {
+                if (r == first || r == absent) {
+                    continue;
+                }
+                if (0 == pass) {
+                    MPI_Recv(&token, 1, MPI_INT, r, T_ALONE_TAG, MPI_COMM_WORLD,
+                             MPI_STATUS_IGNORE);
+                } else {
+                    MPI_Send(&token, 1, MPI_INT, r, T_ALONE_TAG, MPI_COMM_WORLD);
+                }
+            }
+        }
+    } else if (first < t_wsize) {
+        MPI_Send(&token, 1, MPI_INT, first, T_ALONE_TAG, MPI_COMM_WORLD);
+        MPI_Recv(&token, 1, MPI_INT, first, T_ALONE_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
     _exit(0 == t_nfail ? 0 : 1);
 }
 

@@ -84,5 +84,5 @@ int main(int argc, char **argv)
         printf("t_fault %s: rank %d got \"%s\" at call %d after %.2f s\n", mode, rank, msg,
                calls, waited);
     }
-    t_finish_alone();
+    t_finish_alone(victim);
 }
