@@ -106,12 +106,13 @@ static void *stage(mca_coll_offload_repsum_t *r, size_t bytes)
 }
 
 /* Every rank needs the same number of bytes; a rank out of memory cannot take
- * part, and saying so is all it can do. */
+ * part, and saying so is all it can do. (MPI_ERR_NO_MEM itself: Open MPI maps
+ * OMPI_ERR_OUT_OF_RESOURCE to MPI_ERR_INTERN.) */
 static int no_memory(const char *what, struct ompi_communicator_t *comm, size_t bytes)
 {
     opal_show_help(OFL_GLUE_HELP_FILE, "repsum-no-memory", true, what, comm->c_name,
                    OFL_COMM_CID(comm), bytes);
-    return OMPI_ERR_OUT_OF_RESOURCE;
+    return MPI_ERR_NO_MEM;
 }
 
 /*
