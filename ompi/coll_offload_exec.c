@@ -14,6 +14,8 @@
 #include "coll_offload_exec.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "glue.h"
@@ -28,6 +30,22 @@
  * launcher also loses some of the messages that ranks send at about the same time, as
  * those of one failing call are (it logs an ORTE_ERROR_LOG line of show_help.c for each):
  * what a program goes by is the error the call returns, on every rank. */
+void mca_coll_offload_say(const char *topic, ...)
+{
+    va_list ap;
+    va_start(ap, topic);
+#if OFL_OMPI_MAJOR < 5
+    char *text = opal_show_help_vstring(OFL_GLUE_HELP_FILE, topic, true, ap);
+    if (NULL != text) {
+        opal_output(0, "%s", text);
+        free(text);
+    }
+#else
+    opal_show_vhelp(OFL_GLUE_HELP_FILE, topic, true, ap);
+#endif
+    va_end(ap);
+}
+
 void mca_coll_offload_report(mca_coll_offload_module_t *m, const char *what,
                              struct ompi_communicator_t *comm, ofl_wait_status_t st, int peer,
                              int cnt, uint64_t have, int64_t need, int error)
@@ -46,28 +64,24 @@ void mca_coll_offload_report(mca_coll_offload_module_t *m, const char *what,
          * calls out of order, even where the layer below happens to match such
          * calls by other means (libnbc's tags apart from tuned's). */
         int order = 0 != sig_a && 0 != sig_b && ofl_sig_other_coll(sig_a, sig_b);
-        opal_show_help(OFL_GLUE_HELP_FILE, order ? "call-out-of-order" : "call-mismatch", true,
-                       a < b ? a : b, a < b ? b : a, diff, what, comm->c_name, cid, m->rank);
+        mca_coll_offload_say(order ? "call-out-of-order" : "call-mismatch", a < b ? a : b,
+                             a < b ? b : a, diff, what, comm->c_name, cid, m->rank);
     } else if (OFL_WAIT_FAILED == st && -EPROTO == error) {
-        opal_show_help(OFL_GLUE_HELP_FILE, "call-corrupt-state", true, what, comm->c_name, cid,
-                       m->rank);
+        mca_coll_offload_say("call-corrupt-state", what, comm->c_name, cid, m->rank);
     } else if (OFL_WAIT_FAILED == st) {
-        opal_show_help(OFL_GLUE_HELP_FILE, "call-peer-unreadable", true, what, comm->c_name,
-                       cid, m->rank, strerror(-error));
+        mca_coll_offload_say("call-peer-unreadable", what, comm->c_name, cid, m->rank,
+                             strerror(-error));
     } else if (OFL_WAIT_PEER_DEAD == st && NULL != m->nic
                && m->nic->ops->peer_alive(m->nic, peer)) {
         /* Marked failed by a rank that lives: a failure on its side (its own
          * message says which), after which it cannot take part any more. */
-        opal_show_help(OFL_GLUE_HELP_FILE, "call-peer-gave-up", true, peer, what, comm->c_name,
-                       cid, m->rank);
+        mca_coll_offload_say("call-peer-gave-up", peer, what, comm->c_name, cid, m->rank);
     } else if (OFL_WAIT_PEER_DEAD == st) {
-        opal_show_help(OFL_GLUE_HELP_FILE, "call-peer-gone", true, peer, what, comm->c_name,
-                       cid, m->rank);
+        mca_coll_offload_say("call-peer-gone", peer, what, comm->c_name, cid, m->rank);
     } else {
-        opal_show_help(OFL_GLUE_HELP_FILE, "call-watchdog", true, what, comm->c_name, cid,
-                       m->rank, c->params.watchdog, peer,
-                       cnt / OFL_CHANNELS == OFL_CNT_DATA ? "data" : "credit",
-                       (unsigned long long) have, (long long) need);
+        mca_coll_offload_say("call-watchdog", what, comm->c_name, cid, m->rank, c->params.watchdog,
+                             peer, cnt / OFL_CHANNELS == OFL_CNT_DATA ? "data" : "credit",
+                             (unsigned long long) have, (long long) need);
     }
 }
 
@@ -77,8 +91,8 @@ int mca_coll_offload_refuse(mca_coll_offload_module_t *m, const char *what,
     int a = -1, b = -1;
     uint64_t sig_a, sig_b;
     m->nic->ops->mismatched(m->nic, &a, &sig_a, &b, &sig_b);
-    opal_show_help(OFL_GLUE_HELP_FILE, "call-refused", true, a < b ? a : b, a < b ? b : a,
-                   what, comm->c_name, OFL_COMM_CID(comm), m->rank);
+    mca_coll_offload_say("call-refused", a < b ? a : b, a < b ? b : a, what, comm->c_name,
+                         OFL_COMM_CID(comm), m->rank);
     return MPI_ERR_OTHER;
 }
 
@@ -177,8 +191,7 @@ int mca_coll_offload_agree(mca_coll_offload_module_t *m, const char *what, uint6
 int mca_coll_offload_fail_here(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm,
                                const char *what, const char *why, int rc)
 {
-    opal_show_help(OFL_GLUE_HELP_FILE, "call-failed-here", true, what, comm->c_name,
-                   OFL_COMM_CID(comm), m->rank, why);
+    mca_coll_offload_say("call-failed-here", what, comm->c_name, OFL_COMM_CID(comm), m->rank, why);
     ofl_nic_poison_self(m->nic);
     m->state = OFL_MOD_DISABLED;
     return rc;

@@ -11,6 +11,7 @@
  * coll_offload_hier.c.
  */
 #include "coll_offload_device.h"
+#include "coll_offload_exec.h"
 #include "coll_offload_hier.h"
 #include "coll_offload_inject.h"
 #include "coll_offload_types.h"
@@ -338,9 +339,9 @@ int mca_coll_offload_hier_net_run(hier_module_t *h, const ofl_program_t *prog,
     if (OPAL_LIKELY(OFL_WAIT_OK == st)) {
         return OMPI_SUCCESS;
     }
-    opal_show_help(OFL_GLUE_HELP_FILE, "leaders-ofi-failed", true, what, h->leaders->c_name,
-                   OFL_WAIT_TIMEOUT == st ? "watchdog expired waiting" : "a write to a peer failed",
-                   peer);
+    mca_coll_offload_say("leaders-ofi-failed", what, h->leaders->c_name,
+                         OFL_WAIT_TIMEOUT == st ? "watchdog expired waiting" : "a write to a peer failed",
+                         peer);
     h->net_ready = 0;   /* mid-call: nothing more runs on it */
     return MPI_ERR_OTHER;
 }
@@ -393,9 +394,8 @@ int mca_coll_offload_hier_net_native(hier_module_t *h, void *buf, size_t count, 
     if (OPAL_LIKELY(0 == rc)) {
         return OMPI_SUCCESS;
     }
-    opal_show_help(OFL_GLUE_HELP_FILE, "leaders-triggered-failed", true, what,
-                   h->leaders->c_name,
-                   -ETIMEDOUT == rc ? "watchdog expired waiting" : "an operation to a peer failed");
+    mca_coll_offload_say("leaders-triggered-failed", what, h->leaders->c_name,
+                         -ETIMEDOUT == rc ? "watchdog expired waiting" : "an operation to a peer failed");
     h->net_ready = 0;   /* mid-call: nothing more runs on it */
     return MPI_ERR_OTHER;
 }

@@ -16,6 +16,7 @@
  * 2 + 16 bytes per value, with the same bits.
  */
 #include "coll_offload.h"
+#include "coll_offload_exec.h"
 #include "coll_offload_repsum_int.h"
 
 #include <stdbool.h>
@@ -110,8 +111,7 @@ static void *stage(mca_coll_offload_repsum_t *r, size_t bytes)
  * OMPI_ERR_OUT_OF_RESOURCE to MPI_ERR_INTERN.) */
 static int no_memory(const char *what, struct ompi_communicator_t *comm, size_t bytes)
 {
-    opal_show_help(OFL_GLUE_HELP_FILE, "repsum-no-memory", true, what, comm->c_name,
-                   OFL_COMM_CID(comm), bytes);
+    mca_coll_offload_say("repsum-no-memory", what, comm->c_name, OFL_COMM_CID(comm), bytes);
     return MPI_ERR_NO_MEM;
 }
 

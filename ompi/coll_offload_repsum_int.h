@@ -11,6 +11,7 @@
 #define MCA_COLL_OFFLOAD_REPSUM_INT_H
 
 #include "coll_offload.h"
+#include "coll_offload_exec.h"
 
 #include <limits.h>
 
@@ -30,8 +31,7 @@ static inline int too_many(size_t n, const char *what, struct ompi_communicator_
     if (OPAL_LIKELY(n <= INT_MAX)) {
         return 0;
     }
-    opal_show_help(OFL_GLUE_HELP_FILE, "repsum-too-many", true, what, comm->c_name,
-                   OFL_COMM_CID(comm), n);
+    mca_coll_offload_say("repsum-too-many", what, comm->c_name, OFL_COMM_CID(comm), n);
     return 1;
 }
 
