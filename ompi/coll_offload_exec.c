@@ -34,15 +34,7 @@ void mca_coll_offload_say(const char *topic, ...)
 {
     va_list ap;
     va_start(ap, topic);
-#if OFL_OMPI_MAJOR < 5
-    char *text = opal_show_help_vstring(OFL_GLUE_HELP_FILE, topic, true, ap);
-    if (NULL != text) {
-        opal_output(0, "%s", text);
-        free(text);
-    }
-#else
     opal_show_vhelp(OFL_GLUE_HELP_FILE, topic, true, ap);
-#endif
     va_end(ap);
 }
 

@@ -21,11 +21,11 @@ BEGIN_C_DECLS
 size_t mca_coll_offload_segment(const ofl_program_t *prog, size_t bytes);
 /* The error message of a failed offloaded call (dead peer, watchdog, or a failed
  * read of a peer's memory: -error). */
-/* A failed call's help topic (help-coll-offload.txt), said by this rank. Open MPI 5
- * and later relay it to mpirun like any help message; 4.1's launcher drops some of
- * those several ranks send at once (ORTE_ERROR_LOG in show_help.c, about a third of
- * the two-rank failures measured), so there the rank renders the topic and prints it
- * itself: every rank's explanation arrives, unaggregated. */
+/* A failed call's help topic (help-coll-offload.txt), said by this rank: the one
+ * place where how it reaches the user is decided. (Open MPI 4.1's launcher drops some
+ * help messages several ranks send at once, ORTE_ERROR_LOG in show_help.c; printing
+ * the rendered topic from each rank instead was tried and interleaved the ranks'
+ * lines, so the launcher's relay stays; the call's error is never affected.) */
 void mca_coll_offload_say(const char *topic, ...);
 
 void mca_coll_offload_report(mca_coll_offload_module_t *m, const char *what,
