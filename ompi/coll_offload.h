@@ -92,6 +92,10 @@ typedef struct {
                                                which reproducible sums call */
 
     volatile ofl_mod_state_t state;
+    /* The set-up's own collectives go to the layer below, which may call back into
+     * this communicator's table (coll/basic's allreduce is our reduce and bcast):
+     * while it runs, such calls fall back instead of setting up again. */
+    int in_setup;
     int rank;
     int size;
     ofl_nic_t *nic;             /* its backend's (set-up: coll_offload_shm.c); NULL before */

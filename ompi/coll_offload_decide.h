@@ -109,8 +109,10 @@ static inline int decide_ensure_ready(mca_coll_offload_module_t *m,
     if (OPAL_LIKELY(OFL_MOD_READY == m->state)) {
         return 1;
     }
-    if (OFL_MOD_UNSET == m->state) {
+    if (OFL_MOD_UNSET == m->state && !m->in_setup) {
+        m->in_setup = 1;
         *rc = mca_coll_offload_setup(m, comm);
+        m->in_setup = 0;
     }
     return OFL_MOD_READY == m->state;
 }
