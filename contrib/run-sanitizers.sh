@@ -57,7 +57,7 @@ show_report() {
 sanitizer_re='(ERROR|SUMMARY): (Address|Leak|Thread|UndefinedBehavior)Sanitizer'
 sanitizer_re="$sanitizer_re|WARNING: ThreadSanitizer|runtime error:"
 has_report() {
-    grep -q -E "$sanitizer_re" "$@" 2>/dev/null
+    grep -a -q -E "$sanitizer_re" "$@" 2>/dev/null
 }
 
 rm -rf "$work"
@@ -172,11 +172,12 @@ mpi_smoke() {
         "$work/asan/test/mpi/$prog" "$@" --expect-offload > "$dir/out.log" 2>&1 < /dev/null
     rc=$?
     secs=$(( $(date +%s) - t0 ))
-    line=$(grep -E "^$prog: [0-9]+ passed, 0 failed(, [0-9]+ skipped)?\$" "$dir/out.log" \
+    # (-a: Open MPI 5's launcher ends an aggregated help message with a NUL byte)
+    line=$(grep -a -E "^$prog: [0-9]+ passed, 0 failed(, [0-9]+ skipped)?\$" "$dir/out.log" \
         | tail -n 1)
     if [ "$rc" != 0 ] || [ -z "$line" ] || has_report "$dir"/*; then
         bad "asan-mpi $prog np=$np (exit $rc, ${secs}s; logs: $dir)"
-        grep -E "^FAIL|failed" "$dir/out.log" | head -n 10 | sed 's/^/         /'
+        grep -a -E "^FAIL|failed" "$dir/out.log" | head -n 10 | sed 's/^/         /'
         show_report "$dir"/asan.* "$dir"/ubsan.*
     else
         ok "asan-mpi $prog np=$np: ${line#*: } (${secs}s)"
