@@ -40,27 +40,8 @@ suite=${SUITE:-node}
 tmo=${TEST_TIMEOUT:-600}
 tree=$work/tree
 prefix=$work/prefix
-passed=0
-failed=0
 
-say() { echo "== $(date -u +%H:%M:%S) $*"; }
-ok() { say "ok: $*"; passed=$((passed + 1)); }
-bad() { say "FAILED: $*"; failed=$((failed + 1)); }
-finish() {
-    echo "$passed passed, $failed failed"
-    [ "$failed" -eq 0 ]
-    exit
-}
-# A step (command or function), its output in $work/LOG.log; says how long it took.
-run() {
-    log=$1
-    shift
-    t0=$(date +%s)
-    "$@" > "$work/$log.log" 2>&1
-    rc=$?
-    say "$log: exit $rc after $(($(date +%s) - t0)) s (log: $work/$log.log)"
-    return $rc
-}
+. "$top/contrib/check-lib.sh"
 
 [ "$(id -u)" -eq 0 ] || { echo "needs root (mpirun as root, packages)"; failed=1; finish; }
 for f in ompi/mca/coll/coll.h autogen.pl 3rd-party/openpmix/configure.ac \

@@ -29,30 +29,10 @@ tmo=${TEST_TIMEOUT:-300}
 ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
 installed_inc=/usr/lib/$ma/openmpi/include
 syscomp=$(ompi_info --path pkglibdir 2>/dev/null | sed -n 's/.*Pkglibdir: *//p')
-passed=0
-failed=0
 # t_nb expects every call offloaded: the policies test/mpi/run.sh gives it.
 nb_policy="--mca coll_offload_reduce_policy tree --mca coll_offload_bcast_policy tree:32k,get"
 
-say() { echo "== $(date -u +%H:%M:%S) $*"; }
-ok() { say "ok: $*"; passed=$((passed + 1)); }
-bad() { say "FAILED: $*"; failed=$((failed + 1)); }
-finish() {
-    echo "$passed passed, $failed failed"
-    [ "$failed" -eq 0 ]
-    exit
-}
-# Runs a step (a command or a function of this script), its output in $work/LOG.log;
-# prints how long it took.
-run() {
-    log=$1
-    shift
-    t0=$(date +%s)
-    "$@" > "$work/$log.log" 2>&1
-    rc=$?
-    say "$log: exit $rc after $(($(date +%s) - t0)) s (log: $work/$log.log)"
-    return $rc
-}
+. "$top/contrib/check-lib.sh"
 
 [ "$(id -u)" -eq 0 ] || { echo "needs root (apt-get source, mpirun as root)"; failed=1; finish; }
 # Everything here is CPU-heavy and nothing is urgent: leave the machine to others.
