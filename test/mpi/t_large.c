@@ -36,6 +36,27 @@ static unsigned char pattern(size_t i, int rank)
     return (unsigned char) (i ^ (i >> 11) ^ (i >> 23) ^ (size_t) (rank * 0x5b + 1));
 }
 
+/* The byte rank `rank` contributes, or (ranks > 0) the MPI_BOR of ranks 0..ranks-1's. */
+static unsigned char expected(size_t i, int rank, int ranks)
+{
+    unsigned char want = ranks > 0 ? 0 : pattern(i, rank);
+    for (int r = 0; r < ranks; r++) {
+        want |= pattern(i, r);
+    }
+    return want;
+}
+
+/* The first byte of buf[0..n) that is not expected(i, rank, ranks), or n. */
+static size_t first_wrong(const unsigned char *buf, size_t n, int rank, int ranks)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (buf[i] != expected(i, rank, ranks)) {
+            return i;
+        }
+    }
+    return n;
+}
+
 static void small_counts(MPI_Comm comm, int rank, int size)
 {
     const MPI_Count n = 1000;
@@ -85,15 +106,8 @@ static void large_counts(MPI_Comm comm, int rank, int size)
     }
     unsigned long long fb0 = counter(C_BCAST, 1);
     t_check_rc(MPI_Bcast_c(buf, (MPI_Count) n, MPI_BYTE, 0, comm), "MPI_Bcast_c (large)");
-    size_t bad = 0;
-    int found = 0;
-    for (size_t i = 0; i < n && !found; i++) {
-        if (buf[i] != pattern(i, 0)) {
-            bad = i;
-            found = 1;
-        }
-    }
-    t_check(!found, "MPI_Bcast_c of %zu bytes: byte %zu wrong", n, bad);
+    size_t bad = first_wrong(buf, n, 0, 0);
+    t_check(bad == n, "MPI_Bcast_c of %zu bytes: byte %zu wrong", n, bad);
     if (t_opt.expect_offload) {
         t_check(counter(C_BCAST, 1) == fb0 + 1, "MPI_Bcast_c of %zu bytes went to the layer below "
                 "(fallback counter %llu -> %llu)", n, fb0, counter(C_BCAST, 1));
@@ -107,18 +121,8 @@ static void large_counts(MPI_Comm comm, int rank, int size)
     t_check_rc(MPI_Reduce_c(rank == root ? MPI_IN_PLACE : buf, rank == root ? buf : NULL,
                             (MPI_Count) n, MPI_BYTE, MPI_BOR, root, comm), "MPI_Reduce_c (large)");
     if (rank == root) {
-        found = 0;
-        for (size_t i = 0; i < n && !found; i++) {
-            unsigned char want = 0;
-            for (int r = 0; r < size; r++) {
-                want |= pattern(i, r);
-            }
-            if (buf[i] != want) {
-                bad = i;
-                found = 1;
-            }
-        }
-        t_check(!found, "MPI_Reduce_c of %zu bytes (MPI_BOR): byte %zu wrong", n, bad);
+        bad = first_wrong(buf, n, 0, size);
+        t_check(bad == n, "MPI_Reduce_c of %zu bytes (MPI_BOR): byte %zu wrong", n, bad);
     }
     if (t_opt.expect_offload) {
         t_check(counter(C_REDUCE, 1) == fb0 + 1, "MPI_Reduce_c of %zu bytes went to the layer "
