@@ -5,6 +5,7 @@
 /*
  * coll/offload — the descriptor engine (see engine.h).
  */
+#include "alu/copy.h"
 #include "engine/engine.h"
 #include "engine/sig.h"
 #include "tree/tree.h"
@@ -218,7 +219,7 @@ static int fire(const ofl_inst_t *inst, const ofl_desc_t *d, uint32_t round, uin
             } else if (1 == d->n_in) {
                 const void *in0 = resolve(inst, refs[0], 0, round, off);
                 if (out0 != in0) {
-                    memcpy(out0, in0, len);
+                    ofl_copy(out0, in0, len);
                 }
             } else {
                 combine(inst, d, refs, round, off, out0, n);
@@ -231,7 +232,7 @@ static int fire(const ofl_inst_t *inst, const ofl_desc_t *d, uint32_t round, uin
                                   item_out(inst, outs[k].peer, outs[k].chan, round, outs[k].k),
                                   result, len);
             } else {
-                memcpy(resolve(inst, outs[k], 1, round, off), result, len);
+                ofl_copy(resolve(inst, outs[k], 1, round, off), result, len);
             }
         }
     }
