@@ -27,6 +27,15 @@
  *     4.1's own MIN/MAX get their signedness wrong), and MIN/MAX on those types
  *     through MPI_Allreduce/MPI_Reduce at sizes offloaded and handed down.
  *
+ * (d) the pairs MPI leaves undefined that Open MPI computes (MPI_CHAR with every
+ *     integer op, as int8_t; MPI_BYTE with every op its table has, as uint8_t; the
+ *     OSU benchmarks reduce MPI_CHAR by default): MPI_Allreduce and MPI_Reduce at
+ *     counts that take every path give what this Open MPI's own reduction functions
+ *     give (MPI_Reduce_local over every rank's contribution in rank order; values
+ *     small enough that no 8-bit sum or product overflows, since stock op/avx
+ *     saturates — (b) checks the wrap), and with --expect-offload a small allreduce
+ *     of each is offloaded.
+ *
  * Every rank's contribution to element i is a function of (seed, type, rank, i),
  * not of the count, so the expected result of element i is computed once per
  * type and op, independently of MPI.
@@ -89,6 +98,9 @@ static void list_itypes(void)
     ADD(MPI_AINT);
     ADD(MPI_OFFSET);
     ADD(MPI_COUNT);
+    /* Outside MPI's table, computed by Open MPI as int8_t and uint8_t: section (d) */
+    ADD(MPI_CHAR);
+    ADD(MPI_BYTE);
 }
 
 /* Contribution of `rank` to element i of type t (the low `width` bytes count). */
@@ -587,6 +599,96 @@ static void fill_and_check(const idcase_t *c)
     t_check(0 == bad, "identity %s: %d of %d elements wrong", c->name, bad, N);
 }
 
+/* (d): MPI_CHAR and MPI_BYTE with every op this Open MPI computes on them, against
+ * its own reduction functions. */
+static void test_stock_pairs(void)
+{
+    static const struct {
+        const char *name;
+        MPI_Op op;
+    } ops[] = { { "MPI_SUM", MPI_SUM },   { "MPI_PROD", MPI_PROD }, { "MPI_MIN", MPI_MIN },
+                { "MPI_MAX", MPI_MAX },   { "MPI_LAND", MPI_LAND }, { "MPI_LOR", MPI_LOR },
+                { "MPI_LXOR", MPI_LXOR }, { "MPI_BAND", MPI_BAND }, { "MPI_BOR", MPI_BOR },
+                { "MPI_BXOR", MPI_BXOR } };
+    static const struct {
+        const char *name;
+        MPI_Datatype dt;
+    } types[] = { { "MPI_CHAR", MPI_CHAR }, { "MPI_BYTE", MPI_BYTE } };
+    static const int counts[] = { 8, 200, 3000, 70000 };
+    enum { MAXN = 70000 };
+    signed char *mine = malloc(MAXN), *all = malloc((size_t) MAXN * (size_t) np);
+    signed char *want = malloc(MAXN), *got = malloc(MAXN);
+    if (!t_check(NULL != mine && NULL != all && NULL != want && NULL != got, "(d): no memory")) {
+        free(mine), free(all), free(want), free(got);
+        return;
+    }
+    for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); ++t) {
+        for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); ++o) {
+            /* Whether this Open MPI computes the pair at all: ask its own functions. */
+            signed char one = 1, acc = 1;
+            if (MPI_SUCCESS != MPI_Reduce_local(&one, &acc, 1, types[t].dt, ops[o].op)) {
+                t_skip("(d) %s/%s: this Open MPI does not compute it", types[t].name,
+                       ops[o].name);
+                continue;
+            }
+            for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); ++c) {
+                int n = counts[c];
+                int prod = MPI_PROD == ops[o].op;
+                for (int i = 0; i < n; ++i) {
+                    /* sums of np values in [-8, 7] and products of np values in {-2..2}
+                     * stay inside int8_t (np <= 4) and uint8_t where it matters */
+                    uint64_t h = t_hash3(0x64ULL + o * 16 + t, (uint64_t) me, (uint64_t) i);
+                    int v = prod ? (int) (h % 5) - 2 : (int) (h % 16) - 8;
+                    if (MPI_BYTE == types[t].dt && !prod) {
+                        v = (int) (h % (np > 4 ? 16 : 60));   /* unsigned, sums < 256 */
+                    } else if (MPI_BYTE == types[t].dt) {
+                        v = (int) (h % 4);                     /* 3^4 = 81 */
+                    }
+                    mine[i] = (signed char) v;
+                }
+                MPI_Allgather(mine, n, MPI_BYTE, all, n, MPI_BYTE, MPI_COMM_WORLD);
+                memcpy(want, all, (size_t) n);
+                for (int r = 1; r < np; ++r) {
+                    /* inout = in op inout: fold rank r onto ranks 0..r-1, like MPI's order */
+                    memcpy(got, all + (size_t) r * (size_t) n, (size_t) n);
+                    MPI_Reduce_local(want, got, n, types[t].dt, ops[o].op);
+                    memcpy(want, got, (size_t) n);
+                }
+                unsigned long long before = 0, after = 0;
+                t_pvar_read(&pv[0], &before);
+                memset(got, 0x5a, (size_t) n);
+                int rc = MPI_Allreduce(mine, got, n, types[t].dt, ops[o].op, MPI_COMM_WORLD);
+                t_pvar_read(&pv[0], &after);
+                int bad = 0;
+                for (int i = 0; i < n && MPI_SUCCESS == rc; ++i) {
+                    bad += got[i] != want[i];
+                }
+                t_check(MPI_SUCCESS == rc && 0 == bad,
+                        "(d) MPI_Allreduce %s/%s count %d: rc %d, %d elements differ from "
+                        "this Open MPI's own reduction", types[t].name, ops[o].name, n, rc, bad);
+                if (t_opt.expect_offload && np > 1 && pv[0].found && 8 == n) {
+                    t_check(after == before + 1, "(d) %s/%s: a small allreduce was not offloaded",
+                            types[t].name, ops[o].name);
+                }
+                int root = (int) (c % (size_t) np);
+                memset(got, 0x5a, (size_t) n);
+                rc = MPI_Reduce(mine, got, n, types[t].dt, ops[o].op, root, MPI_COMM_WORLD);
+                bad = 0;
+                for (int i = 0; i < n && MPI_SUCCESS == rc && me == root; ++i) {
+                    bad += got[i] != want[i];
+                }
+                t_check(MPI_SUCCESS == rc && 0 == bad,
+                        "(d) MPI_Reduce %s/%s count %d root %d: rc %d, %d elements differ",
+                        types[t].name, ops[o].name, n, root, rc, bad);
+            }
+        }
+    }
+    free(mine);
+    free(all);
+    free(want);
+    free(got);
+}
+
 #define IDC(dt, op, kind) { #dt "/" #op, dt, op, kind }
 
 static void test_identity(void)
@@ -645,6 +747,9 @@ int main(int argc, char **argv)
     t_section_end();
     t_section_begin("(c) the reductions handed down");
     test_handed_down();
+    t_section_end();
+    t_section_begin("(d) MPI_CHAR and MPI_BYTE as this Open MPI computes them");
+    test_stock_pairs();
     t_section_end();
     if (t_opt.expect_offload) {
         t_pvars_close(pv, 1);
