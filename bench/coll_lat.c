@@ -5,16 +5,31 @@
 /*
  * coll_lat: latency of one MPI collective over a sweep of message sizes.
  *
- *   coll_lat -c COLL [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-f csv|text] [-h]
+ *   coll_lat -c COLL [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-p S/R[,S1/R1]]
+ *            [-t b2b|percall] [-f csv|text] [-h]
  *
  * COLL is allreduce, reduce, bcast or barrier (blocking); iallreduce, ireduce, ibcast or
  * ibarrier (nonblocking); pallreduce, preduce, pbcast or pbarrier (persistent); or forms.
  *
  * The measurement follows the usual micro-benchmark recipe: for every power-of-two
- * size, run WARMUP untimed calls, synchronise with MPI_Barrier, then time ITERS
- * back-to-back calls with MPI_Wtime.  Each rank's latency is its elapsed time divided
- * by ITERS; rank 0 reports the average of those per-rank latencies plus the minimum
- * and maximum over the ranks.
+ * size, run WARMUP untimed calls, synchronise with MPI_Barrier, then time ITERS calls
+ * with MPI_Wtime.  -t selects how (for forms, within each block): b2b (the default)
+ * times the ITERS calls back to back as one interval; percall times each call alone and
+ * runs an untimed MPI_Barrier after it, so no call starts while a peer is still busy
+ * with the previous one (the way the OSU micro-benchmarks time blocking collectives;
+ * back-to-back calls let a fast rank run ahead and hide part of the latency).  Each
+ * rank's latency is its timed total divided by ITERS; rank 0 reports the average of
+ * those per-rank latencies plus the minimum and maximum over the ranks.
+ *
+ * -p places the buffers: "S/R" puts the send buffer S bytes and the receive buffer R
+ * bytes after a page boundary (0 <= S, R < 4096; a single number N means N/N), and a
+ * second value after a comma is used by the odd ranks, e.g. "-p 0/16,2048/64", so that
+ * peers can sit at different offsets.  The default, 0/0, is page-aligned.  Components
+ * may copy or reduce faster when source and destination share their alignment, so this
+ * shows what unaligned applications get.  The reductions' offsets must be multiples of
+ * 4 (a float's alignment, as any C program's float array has); bcast uses only the send
+ * buffer.  The placement and the timing mode are printed in the header (a comment line
+ * before the CSV header), so a results file says what it measured.
  *
  * allreduce and reduce use MPI_FLOAT / MPI_SUM (count = bytes / 4), bcast uses
  * MPI_CHAR, and the root is rank 0; the nonblocking and persistent forms of each use the
@@ -52,6 +67,7 @@
 #define ITERS_MEDIUM 1000
 #define ITERS_LARGE 100
 #define MAX_BYTES_LIMIT (1L << 30)
+#define PAGE_BYTES 4096L
 
 /* coll_names[] must list the names in the order of this enum. */
 enum coll_kind {
@@ -97,6 +113,12 @@ static enum coll_kind base_of(enum coll_kind coll)
     }
 }
 
+/* Where a rank's buffers start: bytes after a page boundary. */
+struct placement {
+    long send;
+    long recv;
+};
+
 struct options {
     enum coll_kind coll;
     long min_bytes;
@@ -104,17 +126,23 @@ struct options {
     int iters;  /* -1: scale with the message size */
     int warmup; /* -1: a tenth of the iterations */
     int csv;
+    int percall;             /* -t percall: each call timed alone, barrier between */
+    struct placement at[2];  /* -p: even ranks, odd ranks */
+    int odd_differs;         /* -p gave a second value */
 };
 
 struct buffers {
     float *send; /* reduction input, also the bcast buffer */
     float *recv; /* reduction output */
+    void *send_block; /* what posix_memalign returned, for free() */
+    void *recv_block;
 };
 
 static void usage(FILE *out, const char *prog)
 {
     fprintf(out,
-            "usage: %s -c COLL [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-f csv|text] [-h]\n"
+            "usage: %s -c COLL [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-p S/R[,S1/R1]]\n"
+            "                [-t b2b|percall] [-f csv|text] [-h]\n"
             "  -c COLL     collective to time (required):\n"
             "              blocking:    allreduce, reduce, bcast, barrier\n"
             "              nonblocking: iallreduce, ireduce, ibcast, ibarrier\n"
@@ -128,10 +156,17 @@ static void usage(FILE *out, const char *prog)
             "  -i ITERS    timed iterations per size (default %d below %ld B,\n"
             "              %d up to %ld B, %d above)\n"
             "  -x WARMUP   untimed iterations per size (default ITERS / 10)\n"
-            "  -f FORMAT   csv: 'coll,bytes,avg_us,min_us,max_us,iters' lines;\n"
+            "  -p S/R[,S1/R1]\n"
+            "              send and receive buffers S and R bytes after a page boundary\n"
+            "              (0..%ld; N alone means N/N); S1/R1: the odd ranks' offsets\n"
+            "              (default 0/0: page-aligned; reductions: multiples of 4)\n"
+            "  -t MODE     b2b: ITERS back-to-back calls timed as one (default);\n"
+            "              percall: each call timed alone, an untimed MPI_Barrier after it\n"
+            "  -f FORMAT   csv: 'coll,bytes,avg_us,min_us,max_us,iters' lines after a\n"
+            "              '#' line naming the placement and mode;\n"
             "              text: aligned columns (default)\n",
             prog, DEFAULT_MIN_BYTES, DEFAULT_MAX_BYTES, DEFAULT_MIN_BYTES, ITERS_SMALL,
-            SMALL_LIMIT, ITERS_MEDIUM, MEDIUM_LIMIT, ITERS_LARGE);
+            SMALL_LIMIT, ITERS_MEDIUM, MEDIUM_LIMIT, ITERS_LARGE, PAGE_BYTES - 1);
 }
 
 /* Parse a non-negative decimal integer that must fit in [lo, hi]. */
@@ -173,6 +208,54 @@ static int parse_range(const char *s, long *min_bytes, long *max_bytes)
     return 0;
 }
 
+/* "S/R" or "N" (= N/N): one rank's offsets, each below a page. */
+static int parse_offsets(const char *s, struct placement *at)
+{
+    char buf[64];
+    char *slash;
+
+    if (strlen(s) >= sizeof(buf)) {
+        return -1;
+    }
+    strcpy(buf, s);
+    slash = strchr(buf, '/');
+    if (slash == NULL) {
+        if (parse_long(buf, 0, PAGE_BYTES - 1, &at->send) != 0) {
+            return -1;
+        }
+        at->recv = at->send;
+        return 0;
+    }
+    *slash = '\0';
+    if (parse_long(buf, 0, PAGE_BYTES - 1, &at->send) != 0
+        || parse_long(slash + 1, 0, PAGE_BYTES - 1, &at->recv) != 0) {
+        return -1;
+    }
+    return 0;
+}
+
+/* "EVEN[,ODD]": without ODD, the odd ranks use EVEN too. */
+static int parse_placement(const char *s, struct options *opt)
+{
+    char buf[64];
+    char *comma;
+
+    if (strlen(s) >= sizeof(buf)) {
+        return -1;
+    }
+    strcpy(buf, s);
+    comma = strchr(buf, ',');
+    if (comma != NULL) {
+        *comma = '\0';
+    }
+    if (parse_offsets(buf, &opt->at[0]) != 0) {
+        return -1;
+    }
+    opt->at[1] = opt->at[0];
+    opt->odd_differs = comma != NULL;
+    return comma == NULL ? 0 : parse_offsets(comma + 1, &opt->at[1]);
+}
+
 /* fprintf to stderr, but only when verbose is set. */
 static void complain(int verbose, const char *fmt, ...)
 {
@@ -202,8 +285,11 @@ static int parse_args(int argc, char **argv, struct options *opt, int verbose)
     opt->iters = -1;
     opt->warmup = -1;
     opt->csv = 0;
+    opt->percall = 0;
+    memset(opt->at, 0, sizeof(opt->at));
+    opt->odd_differs = 0;
 
-    while ((c = getopt(argc, argv, "c:m:i:x:f:h")) != -1) {
+    while ((c = getopt(argc, argv, "c:m:i:x:p:t:f:h")) != -1) {
         switch (c) {
         case 'c':
             for (v = 0; v < (long)(sizeof(coll_names) / sizeof(coll_names[0])); v++) {
@@ -239,6 +325,24 @@ static int parse_args(int argc, char **argv, struct options *opt, int verbose)
             }
             opt->warmup = (int)v;
             break;
+        case 'p':
+            if (parse_placement(optarg, opt) != 0) {
+                complain(verbose, "coll_lat: bad placement '%s' (want S/R or S/R,S1/R1, "
+                         "offsets 0..%ld)\n", optarg, PAGE_BYTES - 1);
+                return -1;
+            }
+            break;
+        case 't':
+            if (strcmp(optarg, "percall") == 0) {
+                opt->percall = 1;
+            } else if (strcmp(optarg, "b2b") == 0) {
+                opt->percall = 0;
+            } else {
+                complain(verbose, "coll_lat: unknown timing mode '%s' (b2b or percall)\n",
+                         optarg);
+                return -1;
+            }
+            break;
         case 'f':
             if (strcmp(optarg, "csv") == 0) {
                 opt->csv = 1;
@@ -267,6 +371,18 @@ static int parse_args(int argc, char **argv, struct options *opt, int verbose)
         complain(verbose, "coll_lat: MIN (%ld) is larger than MAX (%ld)\n", opt->min_bytes,
                  opt->max_bytes);
         return -1;
+    }
+    /* The reductions' buffers are float arrays: a float off its 4-byte boundary is undefined
+     * behaviour in this program and in the reduction loops of the components. */
+    if (base_of(opt->coll) == COLL_ALLREDUCE || base_of(opt->coll) == COLL_REDUCE) {
+        for (v = 0; v < 2; v++) {
+            if (opt->at[v].send % (long)sizeof(float) != 0
+                || opt->at[v].recv % (long)sizeof(float) != 0) {
+                complain(verbose, "coll_lat: %s: placement offsets must be multiples of %zu "
+                         "(float data)\n", coll_names[opt->coll], sizeof(float));
+                return -1;
+            }
+        }
     }
     /* Reductions work on whole floats: start the sweep at one element. */
     if (base_of(opt->coll) != COLL_BCAST && base_of(opt->coll) != COLL_BARRIER
@@ -453,11 +569,42 @@ static long check(const struct options *opt, const struct buffers *b, long bytes
     return -1;
 }
 
+/*
+ * n timed calls of one form after a barrier; returns the timed seconds, or -1 on error.
+ * percall leaves the barrier after each call out of the time.
+ */
+static double time_calls(enum coll_kind coll, struct buffers *b, long bytes, int n,
+                         int percall)
+{
+    double t0, total = 0.0;
+    int i;
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (!percall) {
+        t0 = MPI_Wtime();
+        for (i = 0; i < n; i++) {
+            if (run_form(coll, b, bytes) != MPI_SUCCESS) {
+                return -1.0;
+            }
+        }
+        return MPI_Wtime() - t0;
+    }
+    for (i = 0; i < n; i++) {
+        t0 = MPI_Wtime();
+        if (run_form(coll, b, bytes) != MPI_SUCCESS) {
+            return -1.0;
+        }
+        total += MPI_Wtime() - t0;
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    return total;
+}
+
 /* Time one message size; returns this rank's latency in microseconds, or -1 on error. */
 static double measure(const struct options *opt, struct buffers *b, long bytes, int iters,
                       int warmup)
 {
-    double t0, t1;
+    double t;
     int i;
 
     for (i = 0; i < warmup; i++) {
@@ -465,15 +612,8 @@ static double measure(const struct options *opt, struct buffers *b, long bytes, 
             return -1.0;
         }
     }
-    MPI_Barrier(MPI_COMM_WORLD);
-    t0 = MPI_Wtime();
-    for (i = 0; i < iters; i++) {
-        if (run_once(opt, b, bytes) != MPI_SUCCESS) {
-            return -1.0;
-        }
-    }
-    t1 = MPI_Wtime();
-    return (t1 - t0) * 1e6 / iters;
+    t = time_calls(opt->coll, b, bytes, iters, opt->percall);
+    return t < 0 ? -1.0 : t * 1e6 / iters;
 }
 
 /* One output line: the average of the ranks' latencies, and their range. */
@@ -502,7 +642,8 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* -c forms: lat[f] = median over blocks of form f's per-call latency (us); 0 or -1. */
-static int measure_forms(struct buffers *b, long bytes, int iters, int warmup, double lat[3])
+static int measure_forms(const struct options *opt, struct buffers *b, long bytes, int iters,
+                         int warmup, double lat[3])
 {
     static double block[3][FORMS_BLOCKS];
     int per = iters / FORMS_BLOCKS > 0 ? iters / FORMS_BLOCKS : 1;
@@ -518,14 +659,11 @@ static int measure_forms(struct buffers *b, long bytes, int iters, int warmup, d
         for (int f = 0; f < 3; f++) {
             /* Rotate the order so that no form always follows the same one. */
             int g = (f + k) % 3;
-            MPI_Barrier(MPI_COMM_WORLD);
-            double t0 = MPI_Wtime();
-            for (int i = 0; i < per; i++) {
-                if (run_form(forms[g], b, bytes) != MPI_SUCCESS) {
-                    return -1;
-                }
+            double t = time_calls(forms[g], b, bytes, per, opt->percall);
+            if (t < 0) {
+                return -1;
             }
-            block[g][k] = (MPI_Wtime() - t0) * 1e6 / per;
+            block[g][k] = t * 1e6 / per;
         }
     }
     for (int f = 0; f < 3; f++) {
@@ -538,7 +676,8 @@ static int measure_forms(struct buffers *b, long bytes, int iters, int warmup, d
 int main(int argc, char **argv)
 {
     struct options opt;
-    struct buffers b = { NULL, NULL };
+    struct buffers b = { NULL, NULL, NULL, NULL };
+    const struct placement *here;
     double *all_lat = NULL;
     long bytes, first, alloc;
     int rank, nranks, rc, status = EXIT_SUCCESS;
@@ -563,25 +702,36 @@ int main(int argc, char **argv)
      * blocking collective) are then ready before a persistent request is made. */
     MPI_Barrier(MPI_COMM_WORLD);
 
-    /* Page-aligned buffers, touched once so first-use page faults are not timed. */
+    /* Page-aligned blocks with room for MAX bytes after this rank's offsets, touched once
+     * so first-use page faults are not timed. */
     alloc = base_of(opt.coll) == COLL_BARRIER ? (long)sizeof(float) : opt.max_bytes;
-    if (posix_memalign((void **)&b.send, 4096, (size_t)alloc) != 0
-        || posix_memalign((void **)&b.recv, 4096, (size_t)alloc) != 0) {
-        fprintf(stderr, "coll_lat: rank %d: cannot allocate 2 x %ld bytes\n", rank, alloc);
+    here = &opt.at[rank % 2];
+    if (posix_memalign(&b.send_block, PAGE_BYTES, (size_t)(alloc + here->send)) != 0
+        || posix_memalign(&b.recv_block, PAGE_BYTES, (size_t)(alloc + here->recv)) != 0) {
+        fprintf(stderr, "coll_lat: rank %d: cannot allocate %ld + %ld bytes\n", rank,
+                alloc + here->send, alloc + here->recv);
         MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE);
     }
-    memset(b.send, 0, (size_t)alloc);
-    memset(b.recv, 0, (size_t)alloc);
+    memset(b.send_block, 0, (size_t)(alloc + here->send));
+    memset(b.recv_block, 0, (size_t)(alloc + here->recv));
+    b.send = (float *)((char *)b.send_block + here->send);
+    b.recv = (float *)((char *)b.recv_block + here->recv);
     all_lat = malloc(sizeof(double) * (size_t)nranks);
     if (all_lat == NULL) {
         MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE);
     }
 
     if (rank == 0) {
+        char odd[64] = "";
+        if (opt.odd_differs) {
+            snprintf(odd, sizeof(odd), ", odd ranks %ld/%ld", opt.at[1].send, opt.at[1].recv);
+        }
+        printf("# coll_lat: MPI_%s, %d ranks, buffers at page offsets send/recv %ld/%ld%s, "
+               "timing %s\n", coll_names[opt.coll], nranks, opt.at[0].send, opt.at[0].recv,
+               odd, opt.percall ? "percall" : "b2b");
         if (opt.csv) {
             printf("coll,bytes,avg_us,min_us,max_us,iters\n");
         } else {
-            printf("# coll_lat: MPI_%s, %d ranks\n", coll_names[opt.coll], nranks);
             printf("%-10s %12s %12s %12s %12s %8s\n", "# coll", "bytes", "avg_us", "min_us",
                    "max_us", "iters");
         }
@@ -611,7 +761,7 @@ int main(int argc, char **argv)
         }
         if (COLL_FORMS == opt.coll) {
             double fl[3];
-            if (measure_forms(&b, bytes, iters, warmup, fl) != 0) {
+            if (measure_forms(&opt, &b, bytes, iters, warmup, fl) != 0) {
                 fprintf(stderr, "coll_lat: rank %d: an allreduce form failed at %ld bytes\n",
                         rank, bytes);
                 MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE);
@@ -661,8 +811,8 @@ int main(int argc, char **argv)
         MPI_Request_free(&persistent);
     }
     free(all_lat);
-    free(b.send);
-    free(b.recv);
+    free(b.send_block);
+    free(b.recv_block);
     MPI_Finalize();
     return status;
 }

@@ -16,6 +16,10 @@ add their nonblocking forms (iallreduce, ireduce, ibcast, ibarrier: MPI_I<coll> 
 and persistent forms (pallreduce, preduce, pbcast, pbarrier: MPI_Start + MPI_Wait of a
 request made once per size), which run under the same selections and get the same tables.
 
+--placement and --mode go to coll_lat as -p and -t (buffer offsets from a page boundary,
+and per-call instead of back-to-back timing) for every selection alike (with --overlap, to
+its 8-byte coll_lat runs), and are named in the table titles.
+
 The runs are interleaved (A B C A B C ...) and each size's latency is the median over
 the repeats, which keeps a noisy machine from favouring whichever selection happened to
 run during a quiet moment.  Results go to --out (default results/):
@@ -144,6 +148,12 @@ def parse_args(argv):
     p.add_argument("--out", default="results", help="output directory")
     p.add_argument("--iters", type=int, help="fixed timed iterations (coll_lat -i)")
     p.add_argument("--warmup", type=int, help="fixed warmup iterations (coll_lat -x)")
+    p.add_argument("--placement", metavar="S/R[,S1/R1]",
+                   help="buffer offsets from a page boundary, send/receive, optionally "
+                   "others for the odd ranks (coll_lat -p; default page-aligned)")
+    p.add_argument("--mode", choices=("b2b", "percall"),
+                   help="timing (coll_lat -t): back-to-back calls timed as one (coll_lat's "
+                   "default), or each call alone with a barrier between")
     p.add_argument("--bin", help="coll_lat executable (default: coll_lat next to this script, "
                    "then ./bench/coll_lat, then ./coll_lat)")
     p.add_argument("--mpirun", default="mpirun", help="launcher")
@@ -197,6 +207,18 @@ def parse_args(argv):
         p.error("--repeat must be >= 1")
     if not re.fullmatch(r"\d*:?\d*", a.sizes) or a.sizes in ("", ":"):
         p.error("--sizes wants MIN:MAX in bytes")
+    if a.placement is not None and not re.fullmatch(r"\d+(/\d+)?(,\d+(/\d+)?)?",
+                                                    a.placement):
+        p.error("--placement wants S/R or S/R,S1/R1 (bytes after a page boundary)")
+    # What every coll_lat run gets, and how the titles name it ("" for coll_lat's defaults).
+    a.lat_args, named = [], []
+    if a.mode is not None:
+        a.lat_args += ["-t", a.mode]
+        named.append("%s timing" % a.mode)
+    if a.placement is not None:
+        a.lat_args += ["-p", a.placement]
+        named.append("buffers at page + %s" % a.placement)
+    a.measured = ", ".join(named)
 
     if a.bin is None:
         candidates = [os.path.join(here, "coll_lat"), os.path.join("bench", "coll_lat"),
@@ -437,6 +459,11 @@ def worst_ratio(a, medians, by_rep):
     return worst
 
 
+def measured_suffix(a):
+    """'; percall timing, buffers at page + 16/0' for a title, when asked for."""
+    return "; " + a.measured if a.measured else ""
+
+
 def build_tables(a, medians, notes, by_rep=None):
     first = a.select[0]
     out = []
@@ -459,7 +486,7 @@ def build_tables(a, medians, notes, by_rep=None):
                 rows.append(row)
             if not rows:
                 rows = [["n/a"] * len(header)]
-            out.append("### %s (np = %s)\n" % (coll, np_label(np)))
+            out.append("### %s (np = %s%s)\n" % (coll, np_label(np), measured_suffix(a)))
             out.append(markdown_table(header, rows, ["r"] * len(header)))
             for s in a.select:
                 if (np, s, coll) in notes:
@@ -559,8 +586,9 @@ def make_chart(a, medians, path, stamp):
             ax.legend(loc="upper left", fontsize=9)
 
     np_text = ("np = %d" % a.np[0]) if len(a.np) == 1 else "np = " + ", ".join(map(str, a.np))
-    fig.suptitle("Collective latency, %s, %s — %s, %s"
-                 % (np_text, runs_text(a.repeat), platform.node(), stamp), fontsize=13)
+    fig.suptitle("Collective latency, %s%s, %s — %s, %s"
+                 % (np_text, measured_suffix(a).replace(";", ","), runs_text(a.repeat),
+                    platform.node(), stamp), fontsize=13)
     fig.tight_layout(rect=(0, 0, 1, 0.96))
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -625,7 +653,7 @@ def run_overlap(a, env):
                         % (np, rep, a.repeat, coll, s, res.seconds, status))
             for kind in LAT8_KINDS:
                 for s in a.select:
-                    tail = ["-c", kind, "-m", "8:8", "-f", "csv", "-i", "20000"]
+                    tail = ["-c", kind, "-m", "8:8", "-f", "csv", "-i", "20000"] + a.lat_args
                     res = run(mpirun_cmd(a, np, s, tail), env, a.timeout)
                     rows = parse_rows(kind, res.out)
                     if res.ok and rows:
@@ -692,7 +720,8 @@ def run_overlap(a, env):
         for s in a.select:
             rows.append([s] + [fmt_us(statistics.median(lat[(np, s, k)]))
                                if lat.get((np, s, k)) else "n/a" for k in LAT8_KINDS])
-        out.append("### 8-byte allreduce: blocking, nonblocking, persistent (np = %d)\n" % np)
+        out.append("### 8-byte allreduce: blocking, nonblocking, persistent (np = %d%s)\n"
+                   % (np, measured_suffix(a)))
         out.append(markdown_table(header, rows, ["l", "r", "r", "r"]))
         out.append("")
 
@@ -742,7 +771,7 @@ def main(argv):
         log("total runtime %.1f s" % (time.monotonic() - t_start))
         return 0 if have else 1
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-    tail = ["-m", a.sizes, "-f", "csv"]
+    tail = ["-m", a.sizes, "-f", "csv"] + a.lat_args
     if a.iters is not None:
         tail += ["-i", str(a.iters)]
     if a.warmup is not None:
