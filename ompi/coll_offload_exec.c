@@ -154,7 +154,17 @@ int mca_coll_offload_agree(mca_coll_offload_module_t *m, const char *what, uint6
     }
     const mca_coll_offload_params_t *p = &mca_coll_offload_component.params;
     int above = p->agree_above;
-    if (!p->check && !m->repsum_mixed && OFL_R_POLICY == reason
+    /* A call handed down for a reason its arguments decide (op, datatype, size, policy)
+     * costs what the layer below costs: no wait for the other ranks' records. Ranks whose
+     * arguments differ so that one offloads and another hands down are still caught by
+     * the one that offloads (its wait reads the other's record); the one below waits in
+     * the layer below as it would without this component, until the error handler of
+     * the first ends the job. coll_offload_check=1 (or agree_above) makes every
+     * hand-down wait and return the error on every rank. */
+    int by_arguments = OFL_R_USER_OP == reason || OFL_R_TYPE == reason
+                       || OFL_R_OP_TYPE == reason || OFL_R_SIZE == reason
+                       || OFL_R_POLICY == reason;
+    if (!p->check && !m->repsum_mixed && by_arguments
         && (above < 0 || bytes <= (size_t) above)) {
         int a, b;
         uint64_t sig_a, sig_b;

@@ -144,9 +144,10 @@ static const glue_var_t late_vars[] = {
       "Polls a small nonblocking or persistent collective makes for its peers before "
       "MPI_I<coll>/MPI_Start returns (0: return at once)" },
     { "agree_above", VAR_INT, OPAL_INFO_LVL_6, PARAM(agree_above),
-      "Bytes above which a blocking call the size policy hands down first waits for every "
-      "rank's call record (mismatched arguments then give MPI_ERR_ARG); -1: never. Calls "
-      "handed down for other reasons always wait" },
+      "Bytes above which a blocking call handed down for its arguments (op, datatype, "
+      "size, policy) first waits for every rank's call record (mismatched arguments then "
+      "give MPI_ERR_ARG on every rank); -1: never, such calls cost what the layer below "
+      "costs. Calls handed down because the NIC is not ready always wait" },
     { "agent", VAR_INT, OPAL_INFO_LVL_5, PARAM(agent),
       "Start a progress agent thread (one per process) at the first nonblocking or "
       "persistent collective, so those progress while the application computes; "

@@ -15,9 +15,9 @@
  * --quick leaves out the cases where ranks take different paths through the
  * component (offloaded against handed to the fallback); --tiny adds two where the
  * fallback is the size policy's for tiny calls, and --policy two where it is the
- * size policy's for mid-size ones: a blocking call the size policy hands down
- * checks the peers only with --mca coll_offload_agree_above 0 or
- * coll_offload_check 1 (--strict implies --policy).
+ * size policy's for mid-size ones and one where it is a user op's: a blocking call
+ * handed down for its arguments checks the peers only with --mca
+ * coll_offload_agree_above 0 or coll_offload_check 1 (--strict implies --policy).
  *
  * Each case runs on a fresh communicator (MPI_ERRORS_RETURN) that a correct
  * allreduce first sets up; then rank size-1 (the "odd" rank) passes its
@@ -343,10 +343,6 @@ int main(int argc, char **argv)
          * to the fallback on the odd one (blocking only: a nonblocking call on
          * the fallback cannot wait for the peers' records; see
          * docs/architecture.md). */
-        g = (args_t) { C_ALLREDUCE, MPI_SUM, MPI_INT, large, 0 };
-        b = g;
-        b.op = user_sum;
-        run_case("allreduce-user-op", kind, &g, &b);
         g = (args_t) { C_BCAST, MPI_SUM, MPI_INT, large, 0 };
         b = g;
         /* 192 KiB: the single-copy get against the others' tree by default; in the
@@ -354,6 +350,12 @@ int main(int argc, char **argv)
         b.count = 49152;
         run_case("bcast-count-fallback", kind, &g, &b);
         if (policy) {
+            /* A user op: handed down for its arguments, which by default costs no wait
+             * for the peers' records either. */
+            g = (args_t) { C_ALLREDUCE, MPI_SUM, MPI_INT, large, 0 };
+            b = g;
+            b.op = user_sum;
+            run_case("allreduce-user-op", kind, &g, &b);
             /* 64 KiB: the default policy's fallback range 32-256 KiB (on a node with
              * more ranks than cores the tree runs it, against the others' tree) */
             g = (args_t) { C_REDUCE, MPI_SUM, MPI_INT, large, 0 };
