@@ -485,6 +485,9 @@ int mca_coll_offload_barrier(struct ompi_communicator_t *comm, mca_coll_base_mod
     }
     ofl_call_t call = { .send = NULL, .recv = NULL, .fn = NULL, .elem = 1, .count = 0,
                         .sig = sig, .callno = (uint64_t) callno };
+    if (OPAL_UNLIKELY(mca_coll_offload_crowded_barrier(m, alg))) {
+        alg = OFL_ALG_TREE;
+    }
     if (mca_coll_offload_board_takes(m, alg, 0)) {
         return run_board(m, OFL_COLL_BARRIER, OFL_BOARD_ALL, 0, &call, comm);
     }

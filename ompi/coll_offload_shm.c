@@ -337,8 +337,8 @@ static void setup_ready(mca_coll_offload_module_t *m, struct ompi_communicator_t
     if (m->crowded && p->crowded_max >= 0) {
         opal_output_verbose(1, c->output,
                             "coll:offload: %s: more ranks than cores on the node: reduces and "
-                            "bcasts of up to %d bytes go to the layer below "
-                            "(coll_offload_crowded_max)",
+                            "bcasts of up to %d bytes go to the layer below, barriers run the "
+                            "tree (coll_offload_crowded_max)",
                             comm->c_name, p->crowded_max);
     }
     opal_output_verbose(1, c->output,
