@@ -12,10 +12,18 @@
  * Each candidate (an algorithm, a tree shape, the layer below, the defaults) runs on a
  * communicator of its own, made with the info key coll_offload_rules, so one job tries
  * them all. Candidates are sampled in rounds, interleaved, and compared by their
- * medians; every candidate's result is checked before it is timed. Sizes start on a
- * coarse grid and are refined where the fastest algorithm changes. The defaults keep a
- * size unless another algorithm beats them by more than the margin, so a file written
- * here never advises what measured slower than the defaults.
+ * medians; every candidate's result is checked before it is timed. Each sample times a
+ * candidate in two patterns, half a sample each: back to back (one interval over many
+ * calls) and per call (each call timed alone, an untimed barrier after it, as the OSU
+ * micro-benchmarks time collectives). Back-to-back calls let a fast rank run ahead and
+ * hide part of a call's latency; per-call timing exposes what a call costs after its
+ * peers have synchronised. An algorithm can win one pattern and lose the other, so a
+ * candidate's figure is the worse (larger) of its two medians: advice must hold however
+ * the application calls. The buffers are page-aligned, as the benchmarks' and most
+ * large allocations are. Sizes start on a coarse grid and are refined where the fastest
+ * algorithm changes. The defaults keep a size unless another algorithm beats them by
+ * more than the margin, so a file written here never advises what measured slower than
+ * the defaults.
  */
 #include <math.h>
 #include <mpi.h>
@@ -39,6 +47,7 @@
 #define MAX_NS      16
 #define MIN_SAMPLE  0.5e-3   /* seconds a sample takes at least */
 #define MAX_SAMPLE  20e-3
+#define PAGE_BYTES  4096
 
 static const char *const coll_names[OFL_COLL_COUNT] = { "allreduce", "reduce", "bcast",
                                                         "barrier" };
@@ -69,7 +78,9 @@ typedef struct {
 
 typedef struct {
     size_t bytes;
-    double med[MAX_CANDS]; /* seconds per call, median over rounds; NAN: not measured */
+    double med[MAX_CANDS]; /* seconds per call, the worse of the two below; NAN: not measured */
+    double b2b[MAX_CANDS]; /* median over rounds, calls back to back */
+    double pcall[MAX_CANDS]; /* median over rounds, each call alone between barriers */
 } point_t;
 
 typedef struct {
@@ -79,7 +90,7 @@ typedef struct {
     point_t pt[MAX_POINTS];
     int npt;
     char rule[512];        /* the rule written, "" if none */
-    char notes[8192];      /* comment lines for the file */
+    char notes[16384];     /* comment lines for the file */
     size_t notes_len;
 } study_t;
 
@@ -140,7 +151,9 @@ static void usage(FILE *f)
 "  --margin PCT      how much faster than the defaults an algorithm must be to be\n"
 "                    advised instead (default 3)\n"
 "  --rounds R        interleaved rounds per point (default 5, up to 15 where the\n"
-"                    budget allows)\n"
+"                    budget allows); a round times each candidate back to back and\n"
+"                    per call (each call alone between barriers), half a sample\n"
+"                    each, and the worse of the two medians counts\n"
 "  --add FILE        also write FILE's rules (e.g. `sim rules` output) for the\n"
 "                    communicator sizes above the largest measured\n"
 "  --quiet           no progress lines\n"
@@ -451,7 +464,7 @@ static int check(int coll, MPI_Comm comm, size_t bytes)
     return all;
 }
 
-/* Seconds per call over `iters` calls: the slowest rank's. */
+/* Seconds per call over `iters` calls back to back: the slowest rank's. */
 static double timed(int coll, MPI_Comm comm, size_t bytes, int iters)
 {
     MPI_Barrier(comm);
@@ -462,6 +475,31 @@ static double timed(int coll, MPI_Comm comm, size_t bytes, int iters)
     double t = (now_s() - t0) / iters, tmax = 0;
     MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, comm);
     return tmax;
+}
+
+/* Seconds per call over `iters` calls, each timed alone with an untimed MPI_Barrier after
+ * it, so that every call starts once the previous one has finished on all ranks: the
+ * slowest rank's. The barrier runs on the candidate's communicator, as a benchmark's runs
+ * on the communicator it measures. *wall (if not NULL): the slowest rank's seconds per
+ * iteration, barrier included, for sizing the samples. */
+static double timed_percall(int coll, MPI_Comm comm, size_t bytes, int iters, double *wall)
+{
+    MPI_Barrier(comm);
+    double t[2] = { 0, now_s() }, tmax[2] = { 0, 0 };
+    for (int i = 0; i < iters; ++i) {
+        double t0 = now_s();
+        call(coll, comm, bytes);
+        t[0] += now_s() - t0;
+        MPI_Barrier(comm);
+    }
+    t[1] = now_s() - t[1];
+    t[0] /= iters;
+    t[1] /= iters;
+    MPI_Allreduce(t, tmax, 2, MPI_DOUBLE, MPI_MAX, comm);
+    if (NULL != wall) {
+        *wall = tmax[1];
+    }
+    return tmax[0];
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -498,7 +536,8 @@ static int fits(const study_t *s, const cand_t *c, size_t bytes)
 }
 
 /* Measure every candidate at `bytes`: checked once, then `rounds` interleaved samples
- * each; the point's medians. Returns the point's index. */
+ * each, a sample being both timing patterns at half a sample's time each; the point's
+ * medians per pattern and the worse of the two. Returns the point's index. */
 static int measure(const opts_t *o, study_t *s, size_t bytes)
 {
     if (s->npt == MAX_POINTS) {
@@ -517,12 +556,24 @@ static int measure(const opts_t *o, study_t *s, size_t bytes)
         }
         iters *= 4;
     }
-    iters = (int) (sample_secs / (t1 > 1e-9 ? t1 : 1e-9));
-    iters = iters < 2 ? 2 : iters > (1 << 22) ? (1 << 22) : iters;
-    double samp[MAX_CANDS][99];
+    t1 = t1 > 1e-9 ? t1 : 1e-9;
+    /* each pattern gets half a sample, so that tuning takes as long as with one pattern.
+     * The per-call pattern's count comes from its own time per iteration, barrier
+     * included, probed over about an eighth of a sample (the probe's count guesses an
+     * iteration at three calls: the call, and a barrier taking about two) */
+    int iters_b = (int) (sample_secs / 2 / t1);
+    iters_b = iters_b < 2 ? 2 : iters_b > (1 << 22) ? (1 << 22) : iters_b;
+    int probe = (int) (sample_secs / 8 / (3 * t1));
+    probe = probe < 2 ? 2 : probe > (1 << 20) ? (1 << 20) : probe;
+    double w1 = 0;
+    timed_percall(s->coll, s->cand[1].comm, bytes, probe, &w1);
+    w1 = w1 > 1e-9 ? w1 : 1e-9;
+    int iters_p = (int) (sample_secs / 2 / w1);
+    iters_p = iters_p < 2 ? 2 : iters_p > (1 << 22) ? (1 << 22) : iters_p;
+    double samp_b[MAX_CANDS][99], samp_p[MAX_CANDS][99];
     for (int k = 0; k < s->ncand; ++k) {
         cand_t *c = &s->cand[k];
-        p->med[k] = NAN;
+        p->med[k] = p->b2b[k] = p->pcall[k] = NAN;
         if (!fits(s, c, bytes)) {
             continue;
         }
@@ -535,7 +586,9 @@ static int measure(const opts_t *o, study_t *s, size_t bytes)
             }
         }
         if (!c->bad) {
-            timed(s->coll, c->comm, bytes, iters / 4 + 1);   /* warm up */
+            /* warm up */
+            timed(s->coll, c->comm, bytes, iters_b / 4 + 1);
+            timed_percall(s->coll, c->comm, bytes, iters_p / 4 + 1, NULL);
         }
     }
     for (int r = 0; r < o->rounds; ++r) {
@@ -544,14 +597,26 @@ static int measure(const opts_t *o, study_t *s, size_t bytes)
             if (s->cand[k].bad || !fits(s, &s->cand[k], bytes)) {
                 continue;
             }
-            samp[k][r] = timed(s->coll, s->cand[k].comm, bytes, iters);
+            /* the patterns' order alternates between rounds, so that neither always
+             * runs right after another candidate's calls */
+            for (int q = 0; q < 2; ++q) {
+                if ((q + r) % 2) {
+                    samp_p[k][r] = timed_percall(s->coll, s->cand[k].comm, bytes, iters_p,
+                                                 NULL);
+                } else {
+                    samp_b[k][r] = timed(s->coll, s->cand[k].comm, bytes, iters_b);
+                }
+            }
             ++samples_done;
         }
     }
     for (int k = 0; k < s->ncand; ++k) {
         if (!s->cand[k].bad && fits(s, &s->cand[k], bytes)) {
-            qsort(samp[k], (size_t) o->rounds, sizeof(double), cmp_double);
-            p->med[k] = samp[k][o->rounds / 2];
+            qsort(samp_b[k], (size_t) o->rounds, sizeof(double), cmp_double);
+            qsort(samp_p[k], (size_t) o->rounds, sizeof(double), cmp_double);
+            p->b2b[k] = samp_b[k][o->rounds / 2];
+            p->pcall[k] = samp_p[k][o->rounds / 2];
+            p->med[k] = p->b2b[k] > p->pcall[k] ? p->b2b[k] : p->pcall[k];
         }
     }
     /* keep the points sorted by size */
@@ -603,6 +668,12 @@ static int winner(const opts_t *o, const study_t *s, const point_t *p, const int
         return dflt;
     }
     return best;
+}
+
+/* Which pattern gave candidate k's figure at p: 'b' back to back, 'p' per call. */
+static char worse_of(const point_t *p, int k)
+{
+    return isnan(p->med[k]) ? ' ' : p->b2b[k] >= p->pcall[k] ? 'b' : 'p';
 }
 
 static double geomean_ratio(const study_t *s, int k, int ref)
@@ -875,17 +946,18 @@ static void study(const opts_t *o, study_t *s, MPI_Comm sub, const ofl_policy_t 
         policy_text(o, s, win, def, pol, sizeof(pol));
         note(s, "# (an exchange bound overtook the next entry: chosen without the exchange)\n");
     }
-    note(s, "#\n# %s on %d ranks: medians of %d rounds, us per call; last column: the "
-         "candidate advised\n",
+    note(s, "#\n# %s on %d ranks: us per call, the worse of b2b and pcall (medians of %d "
+         "rounds each);\n# last column: the candidate advised\n",
          coll_names[s->coll], s->n, o->rounds);
-    note(s, "#   %9s %12s %12s %12s %9s %9s\n", "bytes", "advised", "defaults", "below",
-         "x below", "x dflt");
+    note(s, "#   %9s %11s %11s %11s %8s %7s %10s %10s\n", "bytes", "advised", "defaults",
+         "below", "x below", "x dflt", "adv b2b", "adv pcall");
     for (int i = 0; i < s->npt; ++i) {
         const point_t *p = &s->pt[i];
         double w = p->med[win[i]];
-        note(s, "#   %9zu %12.3f %12.3f %12.3f %9.2f %9.2f  %s%s\n", p->bytes, 1e6 * w,
-             1e6 * p->med[0], 1e6 * p->med[1], p->med[1] / w, p->med[0] / w,
-             s->cand[win[i]].name,
+        note(s, "#   %9zu %10.3f%c %10.3f%c %10.3f%c %8.2f %7.2f %10.3f %10.3f  %s%s\n",
+             p->bytes, 1e6 * w, worse_of(p, win[i]), 1e6 * p->med[0], worse_of(p, 0),
+             1e6 * p->med[1], worse_of(p, 1), p->med[1] / w, p->med[0] / w,
+             1e6 * p->b2b[win[i]], 1e6 * p->pcall[win[i]], s->cand[win[i]].name,
              p->med[0] / w < 1 - o->margin ? " (the defaults' run measured faster)" : "");
     }
     note(s, "#   alternatives (geometric mean of time / below's):");
@@ -1004,13 +1076,18 @@ int main(int argc, char **argv)
     char in_force[800] = "";
     cvar_read("coll_offload_rules_in_force", in_force, sizeof(in_force), NULL);
 
-    sendbuf = malloc(o.max_bytes + 64);
-    recvbuf = malloc(o.max_bytes + 64);
-    if (NULL == sendbuf || NULL == recvbuf) {
+    /* page-aligned, as the OSU micro-benchmarks' buffers and most large allocations are
+     * (malloc puts a large block 16 bytes past a page boundary, and copies can run at
+     * another speed there); touched once so first-use page faults are not timed */
+    void *sb = NULL, *rb = NULL;
+    if (0 != posix_memalign(&sb, PAGE_BYTES, o.max_bytes + 64)
+        || 0 != posix_memalign(&rb, PAGE_BYTES, o.max_bytes + 64)) {
         die("cannot allocate 2 x %zu bytes", o.max_bytes);
     }
-    memset(sendbuf, 0, o.max_bytes);
-    memset(recvbuf, 0, o.max_bytes);
+    sendbuf = sb;
+    recvbuf = rb;
+    memset(sendbuf, 0, o.max_bytes + 64);
+    memset(recvbuf, 0, o.max_bytes + 64);
 
     /* the plan, to shorten samples to the budget: candidates x rounds x points, with half
      * again for the refinement, each sample `sample_secs` plus its check and warm-up */
@@ -1059,6 +1136,8 @@ int main(int argc, char **argv)
         }
         printf("; %zu..%zu bytes; about %ld samples of %.1f ms (budget %.0f s)\n", o.min_bytes,
                o.max_bytes, plan, 1e3 * sample_secs, o.budget);
+        printf("coll-offload-tune: a sample: half back to back, half per call (each call "
+               "alone between barriers); times below: the worse of the two medians\n");
         fflush(stdout);
     }
 
@@ -1117,6 +1196,12 @@ int main(int argc, char **argv)
             fprintf(f, "# date: %s; %s\n", date, lib);
             fprintf(f, "# took %.0f s (budget %.0f s); samples of %.1f ms, %d rounds, margin "
                     "%.0f%%\n", took, o.budget, 1e3 * sample_secs, o.rounds, 100 * o.margin);
+            fprintf(f, "# timing: page-aligned buffers; each candidate timed in two patterns, "
+                    "half a sample\n# each: b2b (calls back to back) and pcall (each call "
+                    "alone, an untimed barrier\n# after it). Its figure is the worse of its "
+                    "two medians (b or p after it in the\n# tables: the pattern it came from); "
+                    "the ratios and the advice use those figures.\n# 'adv b2b' and 'adv "
+                    "pcall': the advised candidate's two medians\n");
             fprintf(f, "# defaults then: allreduce_policy=%s reduce_policy=%s bcast_policy=%s "
                     "barrier_policy=%s\n", pol_text[0], pol_text[1], pol_text[2], pol_text[3]);
             fprintf(f, "# rules file in force then: %s\n", in_force[0] ? in_force : "none");
