@@ -19,6 +19,6 @@ fi
 mpirun -np "${NP:-2}" bench/coll-offload-tune --budget "${BUDGET:-180}" \
     --out "$out/rules.conf" | tee "$out/tune.log"
 /usr/bin/python3 bench/compare.py --bin bench/coll_lat --out "$out/bench" --np "${NP:-2}" \
-    --repeat "${REPEAT:-9}" \
+    --repeat "${REPEAT:-9}" --placement 0 --mode b2b \
     --select "offload,offload+coll_offload_rules_file=$out/rules.conf,tuned,offload+coll_offload_verbose=0"
 /usr/bin/python3 bench/tune_table.py "$out/bench/raw.csv" --md "$out/compare.md"
