@@ -277,19 +277,38 @@ while [ "$rep" -le "$reps" ]; do
 done
 
 # One cell's .dat ("SELECTION REP SIZE LATENCY" lines): "SIZE OFFLOAD TUNED RATIO" rows,
-# medians over the runs, sizes in ascending order, n/a where a selection has no value.
+# sizes in ascending order, n/a where a selection has no value. The latencies are medians
+# over the runs; the ratio is the median of each repetition's own tuned/offload ratio, the
+# two runs of a repetition having run one right after the other: a virtual machine's speed
+# drifts over seconds (its vCPUs move between near and far host cores: a cache line's
+# round trip between the two ranks took 120-140 ns in one phase and 400-550 in another,
+# and every selection's time follows it), so a ratio of medians taken from different
+# phases reports the phases, not the components.
 cell_rows() {
     awk '
-    function median(sel, s,    k, i, j, t, a) {
-        k = cnt[sel, s]
-        if (!k) return ""
-        for (i = 1; i <= k; i++) a[i] = val[sel, s, i]
+    function mid(a, k,    i, j, t) {
         for (i = 2; i <= k; i++)
             for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
         return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
     }
+    function median(sel, s,    k, i, a) {
+        k = cnt[sel, s]
+        if (!k) return ""
+        for (i = 1; i <= k; i++) a[i] = val[sel, s, i]
+        return mid(a, k)
+    }
+    function paired(s,    k, r, a) {
+        k = 0
+        for (r = 1; r <= maxrep; r++)
+            if ((("offload", s, r) in byrep) && (("tuned", s, r) in byrep) \
+                && byrep["offload", s, r] > 0)
+                a[++k] = byrep["tuned", s, r] / byrep["offload", s, r]
+        return k ? mid(a, k) : ""
+    }
     {
         val[$1, $3, ++cnt[$1, $3]] = $4 + 0
+        byrep[$1, $3, $2] = $4 + 0
+        if ($2 + 0 > maxrep) maxrep = $2 + 0
         if (!($3 in seen)) { seen[$3] = 1; sizes[++ns] = $3 }
     }
     END {
@@ -299,7 +318,8 @@ cell_rows() {
             }
         for (i = 1; i <= ns; i++) {
             o = median("offload", sizes[i]); u = median("tuned", sizes[i])
-            r = (o != "" && u != "" && o > 0) ? sprintf("%.2f", u / o) : "n/a"
+            p = paired(sizes[i])
+            r = p != "" ? sprintf("%.2f", p) : "n/a"
             printf "%s %s %s %s\n", sizes[i], o == "" ? "n/a" : sprintf("%.2f", o),
                 u == "" ? "n/a" : sprintf("%.2f", u), r
         }
@@ -316,7 +336,8 @@ report() {
         echo "# OSU micro-benchmarks: offload vs tuned"
         echo
         echo "CPU: ${cpu:-unknown}, $cores cores; Open MPI ${ompi:-unknown}; OSU from \`$src\`."
-        echo "Latency in µs, $each per selection; tuned/offload above 1: offload is" \
+        echo "Latency in µs, $each per selection; tuned/offload: the median of each" \
+            "repetition's own ratio (its two runs back to back), above 1: offload is" \
             "faster. Nonblocking benchmarks: OSU's Pure Comm. column."
         echo
         echo "- \`offload\`: \`--mca coll $sel_offload\`"
@@ -326,7 +347,8 @@ report() {
         echo "OSU micro-benchmarks from $src, built in $osu"
         echo "offload: --mca coll $sel_offload"
         echo "tuned:   --mca coll $sel_tuned"
-        echo "latency in µs, $each per selection; tuned/offload above 1: offload faster;"
+        echo "latency in µs, $each per selection; tuned/offload: median of the"
+        echo "repetitions' own ratios (each pair back to back), above 1: offload faster;"
         echo "nonblocking benchmarks: OSU's Pure Comm. column"
     fi
     for np in $nps; do
