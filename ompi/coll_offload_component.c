@@ -13,6 +13,7 @@
 #include "coll_offload_types.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "glue.h"
 #include "ompi/proc/proc.h"
@@ -118,9 +119,48 @@ static int offload_register(void)
     return register_pvars(c);
 }
 
+/* "MAJOR.MINOR.RELEASE" of an Open MPI version text at `at` (the library's "Open MPI
+ * v4.1.4, package: ..." from its "v", or a parameter's value): 1 when all three parse. */
+static int parse_release(const char *at, int v[3])
+{
+    return NULL != at && 3 == sscanf(at, "%d.%d.%d", &v[0], &v[1], &v[2]);
+}
+
+/* The component reads Open MPI's internal structures as the headers of the release it was
+ * compiled against lay them out; the framework checks only the coll interface's version,
+ * which stays the same across releases whose structures differ. So it runs only inside
+ * that same release (major.minor.release), and says so where it declines. 1: it matches. */
+static int release_matches(const mca_coll_offload_params_t *p)
+{
+    int built[3] = { OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION, OMPI_RELEASE_VERSION };
+    int running[3];
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    int len = 0;
+    if (NULL != p->built_for && '\0' != p->built_for[0] && !parse_release(p->built_for, built)) {
+        return 1;   /* a test parameter that does not parse: the real release stands */
+    }
+    (void) MPI_Get_library_version(lib, &len);
+    const char *v = strstr(lib, " v");
+    if (!parse_release(NULL != v ? v + 2 : NULL, running)) {
+        return 1;   /* an Open MPI that words its version otherwise: nothing to compare */
+    }
+    if (built[0] == running[0] && built[1] == running[1] && built[2] == running[2]) {
+        return 1;
+    }
+    char b[48], r[48];
+    snprintf(b, sizeof(b), "%d.%d.%d", built[0], built[1], built[2]);
+    snprintf(r, sizeof(r), "%d.%d.%d", running[0], running[1], running[2]);
+    opal_show_help(OFL_GLUE_HELP_FILE, "release-mismatch", true, b, r, lib);
+    return 0;
+}
+
 static int offload_open(void)
 {
     mca_coll_offload_component_t *c = &mca_coll_offload_component;
+    if (!release_matches(&c->params)) {
+        /* declined: the framework leaves the component out, the layer below runs */
+        return OMPI_ERR_NOT_SUPPORTED;
+    }
     c->output = opal_output_open(NULL);
     opal_output_set_verbosity(c->output, c->params.verbose);
     if (0 != mca_coll_offload_inject_parse(c->params.inject)) {

@@ -194,6 +194,10 @@ static const glue_var_t late_vars[] = {
       "For tests only: none, converted or raw makes the process act as if device memory "
       "could (raw) or could only after a converting component (converted) reach it; empty: "
       "as the accelerator framework says" },
+    { "built_for", VAR_STRING, OPAL_INFO_LVL_9, PARAM(built_for),
+      "For tests only: MAJOR.MINOR.RELEASE makes the component take itself as built for that "
+      "Open MPI release (it declines to run inside another); empty: the release it was "
+      "compiled against" },
     { "ofi_provider", VAR_STRING, OPAL_INFO_LVL_5, PARAM(ofi_provider),
       "libfabric provider of the leaders' level; empty: the first with triggered atomics, "
       "else the first with RDM, RMA and remote-write counters (never shm)" },
@@ -255,6 +259,7 @@ static void set_defaults(mca_coll_offload_params_t *p)
     p->ofi_fabric = (char *) "";
     p->inject = (char *) "";
     p->device_assume = (char *) "";
+    p->built_for = (char *) "";
     p->repsum = 0;
     p->repsum_two_pass_min = 256;
     p->persistent_ordered = 0;

@@ -56,6 +56,7 @@ typedef struct {
     int ofi_native;                     /* leaders' calls as triggered operations */
     char *inject;                       /* tests only: STEP:RANK[:kill],... (see below) */
     char *device_assume;                /* tests only: "", none, converted or raw */
+    char *built_for;                    /* tests only: "" or the release to take as built for */
     int agree_above;                    /* blocking fallbacks the policy chose wait for
                                            the call records above this many bytes */
     int repsum;                         /* reproducible float sums (info key overrides) */

@@ -783,6 +783,25 @@ for try in 1 2 3; do
     echo "         (try $try: the launcher dropped a help message; running again)"
 done
 rules_says "$rules_dir/differ.log" "hold different coll/offload rules" "^t_coll: [0-9]* passed, 0 failed"
+# A component built for another Open MPI release (coll_offload_built_for stands for the
+# release it was compiled against) declines at open with one message naming both releases
+# and the command that rebuilds it; the job runs on the layer below, right, without a NIC.
+if [ "$EXPECT_OFFLOAD" = 1 ]; then
+    run t_coll 2 "--mca coll_offload_built_for 1.2.3 --mca coll_offload_verbose 1" --quick
+    cp "$LOGDIR/t_coll.np2.log" "$rules_dir/release.log"
+    rules_says "$rules_dir/release.log" "compiled against the internal headers of Open MPI 1.2.3" \
+        "process runs Open MPI [0-9]" "sh contrib/setup.sh" "^t_coll: [0-9]* passed, 0 failed"
+    if grep -q "software NIC ready" "$rules_dir/release.log"; then
+        total_fail=$((total_fail + 1))
+        echo "[FAIL]   release: the declined component still set a NIC up ($rules_dir/release.log)"
+    else
+        total_pass=$((total_pass + 1))
+        printf '%-8s %-38s %9s passed, %s failed\n' "[ ok ]" "release: no NIC when declined" 1 0
+    fi
+else
+    total_skip=$((total_skip + 2))
+    echo "[skip]   2 checks: the release check needs the component (EXPECT_OFFLOAD=1)"
+fi
 # The same per communicator, from its info key coll_offload_rules: every policy, tree and
 # radix the key can force, ranks whose keys differ, values that do not parse.
 run t_rules 2 "" $expect
