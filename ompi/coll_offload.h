@@ -131,10 +131,12 @@ typedef struct {
     struct ompi_op_t *map_op;
     ofl_alu_fn map_fn;
     size_t map_elem;
-    /* The last blocking allreduce that ran offloaded: its (dtype, op, count) and what
-     * the decision made of them. Every other input of the decision (size policy, caps,
-     * ranks, the board) is fixed once the communicator is set up, and applications
-     * repeat the same call, so a repeat skips the mapping, the policy and the signature. */
+    /* The last blocking allreduce that ran offloaded, or that went to the layer below for
+     * its arguments without waiting for the call records (alg OFL_ALG_FALLBACK; predefined
+     * datatypes only, whose signature cannot go stale): its (dtype, op, count) and what the
+     * decision made of them. Every other input of the decision (size policy, caps, ranks,
+     * the board) is fixed once the communicator is set up, and applications repeat the
+     * same call, so a repeat skips the mapping, the policy and the signature. */
     struct {
         struct ompi_datatype_t *dtype;
         struct ompi_op_t *op;
@@ -143,6 +145,9 @@ typedef struct {
         ofl_alu_fn fn;
         size_t elem;
         uint64_t sig;
+        struct ompi_op_t *below_op;   /* handed down: the op the layer below gets */
+        int reason;                   /* handed down: why (OFL_R_*) */
+        size_t bytes;
     } ar_last;
     ofl_board_state_t board_state;  /* board calls so far (the same on every rank) */
     uint64_t calls;           /* collective calls since set-up, offloaded or not (the

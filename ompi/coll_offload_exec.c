@@ -142,16 +142,8 @@ static ofl_wait_status_t agree_check(void *ctx, double waited_s, double timeout_
     return OFL_WAIT_OK;
 }
 
-int mca_coll_offload_agree(mca_coll_offload_module_t *m, const char *what, uint64_t sig,
-                           int64_t callno, int reason, size_t bytes,
-                           struct ompi_communicator_t *comm)
+int mca_coll_offload_agree_waits(const mca_coll_offload_module_t *m, int reason, size_t bytes)
 {
-    if (callno < 0) {
-        return mca_coll_offload_refuse(m, what, comm);
-    }
-    if (0 == callno) {
-        return MPI_SUCCESS;
-    }
     const mca_coll_offload_params_t *p = &mca_coll_offload_component.params;
     int above = p->agree_above;
     /* A call handed down for a reason its arguments decide (op, datatype, size, policy)
@@ -164,8 +156,20 @@ int mca_coll_offload_agree(mca_coll_offload_module_t *m, const char *what, uint6
     int by_arguments = OFL_R_USER_OP == reason || OFL_R_TYPE == reason
                        || OFL_R_OP_TYPE == reason || OFL_R_SIZE == reason
                        || OFL_R_POLICY == reason;
-    if (!p->check && !m->repsum_mixed && by_arguments
-        && (above < 0 || bytes <= (size_t) above)) {
+    return p->check || m->repsum_mixed || !by_arguments || (above >= 0 && bytes > (size_t) above);
+}
+
+int mca_coll_offload_agree(mca_coll_offload_module_t *m, const char *what, uint64_t sig,
+                           int64_t callno, int reason, size_t bytes,
+                           struct ompi_communicator_t *comm)
+{
+    if (callno < 0) {
+        return mca_coll_offload_refuse(m, what, comm);
+    }
+    if (0 == callno) {
+        return MPI_SUCCESS;
+    }
+    if (!mca_coll_offload_agree_waits(m, reason, bytes)) {
         int a, b;
         uint64_t sig_a, sig_b;
         if (OPAL_UNLIKELY(m->nic->ops->mismatched(m->nic, &a, &sig_a, &b, &sig_b))) {

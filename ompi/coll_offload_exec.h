@@ -83,6 +83,9 @@ int mca_coll_offload_agree(mca_coll_offload_module_t *m, const char *what, uint6
                            int64_t callno, int reason, size_t bytes,
                            struct ompi_communicator_t *comm);
 
+/* Whether mca_coll_offload_agree waits for the peers' records for such a call. */
+int mca_coll_offload_agree_waits(const mca_coll_offload_module_t *m, int reason, size_t bytes);
+
 /* Pack (root) or unpack a non-contiguous bcast buffer through `stage`. */
 int mca_coll_offload_stage(void *stage, void *buf, ofl_count_t count, struct ompi_datatype_t *dtype,
                            size_t bytes, int pack);

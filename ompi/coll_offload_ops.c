@@ -160,6 +160,17 @@ allreduce_body(const void *sbuf, void *rbuf, ofl_count_t count, struct ompi_data
         /* a repeat of the last offloaded call (0 or -1: the communicator is no longer
          * ready, nothing was recorded, the full path below says what to do) */
         int64_t callno = mca_coll_offload_begin(m, m->ar_last.sig);
+        if (OPAL_UNLIKELY(OFL_ALG_FALLBACK == m->ar_last.alg) && OPAL_LIKELY(callno > 0)) {
+            /* a repeat of the last hand-down: only what the layer below needs */
+            int rc = mca_coll_offload_agree(m, mpi_names[OFL_COLL_ALLREDUCE], m->ar_last.sig,
+                                            callno, m->ar_last.reason, m->ar_last.bytes, comm);
+            if (OPAL_UNLIKELY(MPI_SUCCESS != rc)) {
+                return rc;
+            }
+            mca_coll_offload_component.fallback[OFL_COLL_ALLREDUCE]++;
+            return m->below.allreduce(sbuf, rbuf, count, dtype, m->ar_last.below_op, comm,
+                                      m->below.allreduce_module);
+        }
         if (OPAL_LIKELY(callno > 0)) {
             ofl_call_t call = { .send = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf, .recv = rbuf,
                                 .fn = m->ar_last.fn, .elem = m->ar_last.elem,
@@ -193,8 +204,20 @@ allreduce_body(const void *sbuf, void *rbuf, ofl_count_t count, struct ompi_data
             return OMPI_SUCCESS;
         }
         decide_fallback_note(OFL_COLL_ALLREDUCE, R_OFFLOAD == reason ? R_NIC : reason, bytes, comm);
-        return m->below.allreduce(sbuf, rbuf, count, dtype,
-                                  mca_coll_offload_below_op(&m->below, dtype, op), comm,
+        struct ompi_op_t *below_op = mca_coll_offload_below_op(&m->below, dtype, op);
+        if (callno > 0 && R_OFFLOAD != reason && ompi_datatype_is_predefined(dtype)
+            && !mca_coll_offload_agree_waits(m, reason, bytes)
+            && mca_coll_offload_component.params.verbose < 10) {
+            m->ar_last.dtype = dtype;
+            m->ar_last.op = op;
+            m->ar_last.count = count;
+            m->ar_last.alg = OFL_ALG_FALLBACK;
+            m->ar_last.sig = call.sig;
+            m->ar_last.below_op = below_op;
+            m->ar_last.reason = reason;
+            m->ar_last.bytes = bytes;
+        }
+        return m->below.allreduce(sbuf, rbuf, count, dtype, below_op, comm,
                                   m->below.allreduce_module);
     }
     call.callno = (uint64_t) callno;
