@@ -12,7 +12,8 @@
 # R times each, interleaved (every benchmark runs under both before the next; which of
 # the two goes first alternates from one repetition to the next), so a slow phase of
 # the machine hits both alike. Prints the CPU model, then per benchmark a table of the
-# median latency of each selection and tuned/offload (above 1: offload is faster), then
+# median latency of each selection and tuned/offload, the median of each repetition's own
+# ratio (above 1: offload is faster), then
 # the worst such ratio and where it is. For the nonblocking benchmarks the latency is
 # OSU's "Pure Comm." column (MPI_I<coll> + MPI_Wait without computation). An np above
 # the number of cores runs with --oversubscribe and is marked so.
