@@ -146,8 +146,6 @@ typedef struct {
         size_t elem;
         uint64_t sig;
         struct ompi_op_t *below_op;   /* handed down: the op the layer below gets */
-        int reason;                   /* handed down: why (OFL_R_*) */
-        size_t bytes;
     } ar_last;
     ofl_board_state_t board_state;  /* board calls so far (the same on every rank) */
     uint64_t calls;           /* collective calls since set-up, offloaded or not (the

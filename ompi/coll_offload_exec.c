@@ -159,6 +159,19 @@ int mca_coll_offload_agree_waits(const mca_coll_offload_module_t *m, int reason,
     return p->check || m->repsum_mixed || !by_arguments || (above >= 0 && bytes > (size_t) above);
 }
 
+int mca_coll_offload_unrefused(mca_coll_offload_module_t *m, const char *what,
+                               struct ompi_communicator_t *comm)
+{
+    int a, b;
+    uint64_t sig_a, sig_b;
+    if (OPAL_UNLIKELY(m->nic->ops->mismatched(m->nic, &a, &sig_a, &b, &sig_b))) {
+        /* a peer found one since: this rank's calls are no longer the others' */
+        m->state = OFL_MOD_BROKEN;
+        return mca_coll_offload_refuse(m, what, comm);
+    }
+    return MPI_SUCCESS;
+}
+
 int mca_coll_offload_agree(mca_coll_offload_module_t *m, const char *what, uint64_t sig,
                            int64_t callno, int reason, size_t bytes,
                            struct ompi_communicator_t *comm)
@@ -170,14 +183,7 @@ int mca_coll_offload_agree(mca_coll_offload_module_t *m, const char *what, uint6
         return MPI_SUCCESS;
     }
     if (!mca_coll_offload_agree_waits(m, reason, bytes)) {
-        int a, b;
-        uint64_t sig_a, sig_b;
-        if (OPAL_UNLIKELY(m->nic->ops->mismatched(m->nic, &a, &sig_a, &b, &sig_b))) {
-            /* a peer found one since: this rank's calls are no longer the others' */
-            m->state = OFL_MOD_BROKEN;
-            return mca_coll_offload_refuse(m, what, comm);
-        }
-        return MPI_SUCCESS;
+        return mca_coll_offload_unrefused(m, what, comm);
     }
     agree_t a = { .m = m, .sig = sig, .callno = (uint64_t) callno, .next = 0, .bad = -1 };
     int peer = -1;

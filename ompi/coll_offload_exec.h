@@ -83,6 +83,11 @@ int mca_coll_offload_agree(mca_coll_offload_module_t *m, const char *what, uint6
                            int64_t callno, int reason, size_t bytes,
                            struct ompi_communicator_t *comm);
 
+/* A call that does not wait for the peers' records: MPI_SUCCESS, or the refusal when a
+ * mismatch has been reported on the communicator since (which then breaks it). */
+int mca_coll_offload_unrefused(mca_coll_offload_module_t *m, const char *what,
+                               struct ompi_communicator_t *comm);
+
 /* Whether mca_coll_offload_agree waits for the peers' records for such a call. */
 int mca_coll_offload_agree_waits(const mca_coll_offload_module_t *m, int reason, size_t bytes);
 

@@ -161,9 +161,9 @@ allreduce_body(const void *sbuf, void *rbuf, ofl_count_t count, struct ompi_data
          * ready, nothing was recorded, the full path below says what to do) */
         int64_t callno = mca_coll_offload_begin(m, m->ar_last.sig);
         if (OPAL_UNLIKELY(OFL_ALG_FALLBACK == m->ar_last.alg) && OPAL_LIKELY(callno > 0)) {
-            /* a repeat of the last hand-down: only what the layer below needs */
-            int rc = mca_coll_offload_agree(m, mpi_names[OFL_COLL_ALLREDUCE], m->ar_last.sig,
-                                            callno, m->ar_last.reason, m->ar_last.bytes, comm);
+            /* a repeat of the last hand-down, which was found not to wait for the
+             * records: only what the layer below needs */
+            int rc = mca_coll_offload_unrefused(m, mpi_names[OFL_COLL_ALLREDUCE], comm);
             if (OPAL_UNLIKELY(MPI_SUCCESS != rc)) {
                 return rc;
             }
@@ -214,8 +214,6 @@ allreduce_body(const void *sbuf, void *rbuf, ofl_count_t count, struct ompi_data
             m->ar_last.alg = OFL_ALG_FALLBACK;
             m->ar_last.sig = call.sig;
             m->ar_last.below_op = below_op;
-            m->ar_last.reason = reason;
-            m->ar_last.bytes = bytes;
         }
         return m->below.allreduce(sbuf, rbuf, count, dtype, below_op, comm,
                                   m->below.allreduce_module);
