@@ -184,25 +184,36 @@ static int parse_long(const char *s, long lo, long hi, long *out)
     return 0;
 }
 
-/* "MIN:MAX", "MIN:" or "MAX" (min stays at its default). */
-static int parse_range(const char *s, long *min_bytes, long *max_bytes)
+/* Copies s into buf (64 bytes) and cuts it at the first sep: *rest is what follows it, or
+ * NULL when there is none. -1 when s does not fit. */
+static int split_at(const char *s, char sep, char buf[64], char **rest)
 {
-    char buf[64];
-    char *colon;
-
-    if (strlen(s) >= sizeof(buf)) {
+    if (strlen(s) >= 64) {
         return -1;
     }
     strcpy(buf, s);
-    colon = strchr(buf, ':');
-    if (colon == NULL) {
+    *rest = strchr(buf, sep);
+    if (*rest != NULL) {
+        *(*rest)++ = '\0';
+    }
+    return 0;
+}
+
+/* "MIN:MAX", "MIN:" or "MAX" (min stays at its default). */
+static int parse_range(const char *s, long *min_bytes, long *max_bytes)
+{
+    char buf[64], *max;
+
+    if (split_at(s, ':', buf, &max) != 0) {
+        return -1;
+    }
+    if (max == NULL) {
         return parse_long(buf, 1, MAX_BYTES_LIMIT, max_bytes);
     }
-    *colon = '\0';
     if (buf[0] != '\0' && parse_long(buf, 1, MAX_BYTES_LIMIT, min_bytes) != 0) {
         return -1;
     }
-    if (colon[1] != '\0' && parse_long(colon + 1, 1, MAX_BYTES_LIMIT, max_bytes) != 0) {
+    if (max[0] != '\0' && parse_long(max, 1, MAX_BYTES_LIMIT, max_bytes) != 0) {
         return -1;
     }
     return 0;
@@ -211,49 +222,30 @@ static int parse_range(const char *s, long *min_bytes, long *max_bytes)
 /* "S/R" or "N" (= N/N): one rank's offsets, each below a page. */
 static int parse_offsets(const char *s, struct placement *at)
 {
-    char buf[64];
-    char *slash;
+    char buf[64], *recv;
 
-    if (strlen(s) >= sizeof(buf)) {
+    if (split_at(s, '/', buf, &recv) != 0
+        || parse_long(buf, 0, PAGE_BYTES - 1, &at->send) != 0) {
         return -1;
     }
-    strcpy(buf, s);
-    slash = strchr(buf, '/');
-    if (slash == NULL) {
-        if (parse_long(buf, 0, PAGE_BYTES - 1, &at->send) != 0) {
-            return -1;
-        }
+    if (recv == NULL) {
         at->recv = at->send;
         return 0;
     }
-    *slash = '\0';
-    if (parse_long(buf, 0, PAGE_BYTES - 1, &at->send) != 0
-        || parse_long(slash + 1, 0, PAGE_BYTES - 1, &at->recv) != 0) {
-        return -1;
-    }
-    return 0;
+    return parse_long(recv, 0, PAGE_BYTES - 1, &at->recv);
 }
 
 /* "EVEN[,ODD]": without ODD, the odd ranks use EVEN too. */
 static int parse_placement(const char *s, struct options *opt)
 {
-    char buf[64];
-    char *comma;
+    char buf[64], *odd;
 
-    if (strlen(s) >= sizeof(buf)) {
-        return -1;
-    }
-    strcpy(buf, s);
-    comma = strchr(buf, ',');
-    if (comma != NULL) {
-        *comma = '\0';
-    }
-    if (parse_offsets(buf, &opt->at[0]) != 0) {
+    if (split_at(s, ',', buf, &odd) != 0 || parse_offsets(buf, &opt->at[0]) != 0) {
         return -1;
     }
     opt->at[1] = opt->at[0];
-    opt->odd_differs = comma != NULL;
-    return comma == NULL ? 0 : parse_offsets(comma + 1, &opt->at[1]);
+    opt->odd_differs = odd != NULL;
+    return odd == NULL ? 0 : parse_offsets(odd, &opt->at[1]);
 }
 
 /* fprintf to stderr, but only when verbose is set. */
