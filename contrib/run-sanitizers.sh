@@ -9,7 +9,7 @@
 #              component directory and loaded into ordinary mpirun processes (the
 #              sanitizer runtime preloaded, since Open MPI is not instrumented):
 #              t_coll, t_nb and t_fallback at np 2 and 4;
-#   tsan-unit  the unit tests that run threads (threads, board, agent, ofi) built
+#   tsan-unit  the unit tests that run threads (threads, board, agent, ofi, queue) built
 #              with ThreadSanitizer (clang).
 #
 # Usage: contrib/run-sanitizers.sh [WORKDIR]
@@ -243,7 +243,7 @@ for leg in $legs; do
         echo "== tsan-unit: threaded unit tests under TSan"
         OFL_UNIT_TIME_SCALE=20 \
             TSAN_OPTIONS="suppressions=$san_dir/tsan.supp:second_deadlock_stack=1" \
-            run_unit tsan-unit "$work/tsan" "test_threads test_board test_agent test_ofi"
+            run_unit tsan-unit "$work/tsan" "test_threads test_board test_agent test_ofi test_queue"
         ;;
 
     *)

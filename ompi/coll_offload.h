@@ -28,6 +28,7 @@
 #include "engine/agent.h"
 #include "engine/board.h"
 #include "engine/engine.h"
+#include "engine/queue.h"
 #include "engine/sig.h"
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/op/op.h"
@@ -156,33 +157,9 @@ typedef struct {
     int warned;
     mca_coll_offload_repsum_t repsum;
 
-    /* The execution queue (coll_offload_queue.c). Nonblocking and persistent
-     * calls, and blocking ones while any of those is outstanding, run as queued
-     * calls in post order; one thread at a time executes them (item.busy, the
-     * executor lock): the NIC's CREDIT counters have one writer and its credit
-     * cache is per rank. Touched with __atomic builtins where noted: the queue is shared
-     * with the progress agent's thread at every MPI thread level, and its
-     * acquire/release pairs say exactly which stores a load must see; OPAL's
-     * OPAL_THREAD_* forms are no-ops below MPI_THREAD_MULTIPLE, and its fences
-     * (opal_atomic_rmb/wmb) would have to be placed by hand at each of them. */
-    ofl_agent_item_t item;    /* executor lock; on the agent's list once linked */
-    int item_linked;
-    int nactive;              /* atomic: posted and not finished */
-    struct mca_coll_offload_qcall *incoming;   /* atomic LIFO of posts, newest first */
-    struct mca_coll_offload_qcall *run_head;   /* executor's: active, in post order */
-    struct mca_coll_offload_qcall *run_tail;
-    struct mca_coll_offload_qcall *blocking_call;  /* a blocking call's, once activated */
-    int failed;               /* executor's: a fault stopped this NIC for good */
-    int fail_status;          /* ofl_wait_status_t, and what was awaited: */
-    int fail_error;           /* -errno of a failed read of a peer's memory, or
-                                 -EPROTO: a peer's value failed validation */
-    int fail_peer;
-    int fail_cnt;
-    uint64_t fail_have;
-    int64_t fail_need;
-    unsigned idle;            /* executor's: rounds without progress */
-    double head_since;        /* executor's: when the head instance became head */
-    double next_check;        /* executor's: next liveness check */
+    /* The execution queue of nonblocking and persistent calls, and of blocking ones
+     * while any of those is outstanding (engine/queue.h). */
+    ofl_queue_t queue;
 } mca_coll_offload_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_offload_module_t);

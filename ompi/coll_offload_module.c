@@ -16,12 +16,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll_offload_queue.h"
 #include "glue.h"
 #include "opal/util/output.h"
 
 static int offload_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm);
 static int offload_disable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm);
+
+/* The executor found the NIC failed mid-call (engine/queue.h): later calls on the
+ * communicator go to the fallback, or after a mismatch fail too. */
+static void queue_stopped(ofl_queue_t *q, ofl_wait_status_t st)
+{
+    mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) ((char *) q
+                                   - offsetof(mca_coll_offload_module_t, queue));
+    m->state = OFL_WAIT_MISMATCH == st ? OFL_MOD_BROKEN : OFL_MOD_DISABLED;
+}
 
 static void module_construct(mca_coll_offload_module_t *m)
 {
@@ -45,7 +53,7 @@ static void module_construct(mca_coll_offload_module_t *m)
     }
     mca_coll_offload_passthru_install(&m->super);
     mca_coll_offload_repsum_self_init(m);
-    mca_coll_offload_queue_module_init(m);
+    ofl_queue_init(&m->queue, queue_stopped);
     mca_coll_offload_wrap_ops_retain();
 }
 
@@ -57,7 +65,7 @@ static void module_destruct(mca_coll_offload_module_t *m)
 {
     /* No instance is outstanding (each holds a reference on us); after this no
      * executor can reach the module. */
-    mca_coll_offload_queue_module_fini(m);
+    ofl_queue_fini(&m->queue);
     mca_coll_offload_release_nic(m);
     free(m->pack);
     m->pack = NULL;

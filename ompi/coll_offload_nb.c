@@ -9,7 +9,7 @@
  * MPIX_*_init forms run the programs the blocking calls run, with the same
  * decisions (coll_offload_decide.h); an offloaded call becomes a request
  * (coll_offload_request.c) whose call runs on the communicator's execution
- * queue (coll_offload_queue.c); the others go to the layer below.
+ * queue (engine/queue.h); the others go to the layer below.
  */
 #include "coll_offload_decide.h"
 #include "coll_offload_exec.h"

@@ -18,7 +18,6 @@
 #include <errno.h>
 #include <string.h>
 
-#include "coll_offload_queue.h"
 #include "glue.h"
 #include "ompi/datatype/ompi_datatype.h"
 #include "opal/datatype/opal_convertor.h"
@@ -64,7 +63,7 @@ static inline void offload_note(ofl_coll_t coll, const ofl_call_t *call, const c
 }
 
 /* Nonblocking calls are outstanding: a blocking call (program or board) queues
- * behind them and runs under the executor lock (coll_offload_queue.c). */
+ * behind them and runs under the executor lock (engine/queue.h). */
 static int run_queued(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_t *prog,
                       const ofl_call_t *call, int board, int root,
                       struct ompi_communicator_t *comm)
@@ -72,7 +71,7 @@ static int run_queued(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_p
     int who = -1, cnt = OFL_CNT_DATA * OFL_CHANNELS, error = 0;
     uint64_t have = 0;
     int64_t need = 0;
-    ofl_wait_status_t st = mca_coll_offload_queue_blocking(m, prog, call, board, root, &who,
+    ofl_wait_status_t st = ofl_queue_blocking(&m->queue, prog, call, board, root, &who,
                                                            &cnt, &have, &need, &error);
     if (OPAL_LIKELY(OFL_WAIT_OK == st)) {
         return OMPI_SUCCESS;
@@ -87,7 +86,7 @@ static int run(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_
 {
     offload_note(coll, call, "", comm);
     call->seg_bytes = mca_coll_offload_segment(prog, call->count * call->elem);
-    if (OPAL_UNLIKELY(0 != __atomic_load_n(&m->nactive, __ATOMIC_ACQUIRE))) {
+    if (OPAL_UNLIKELY(0 != ofl_queue_active(&m->queue))) {
         return run_queued(m, coll, prog, call, 0, 0, comm);
     }
     int who = -1, cnt = OFL_CNT_DATA * OFL_CHANNELS, peer = -1;
@@ -115,7 +114,7 @@ static int run_board(mca_coll_offload_module_t *m, ofl_coll_t coll, ofl_board_ki
                      int root, const ofl_call_t *call, struct ompi_communicator_t *comm)
 {
     offload_note(coll, call, " (board)", comm);
-    if (OPAL_UNLIKELY(0 != __atomic_load_n(&m->nactive, __ATOMIC_ACQUIRE))) {
+    if (OPAL_UNLIKELY(0 != ofl_queue_active(&m->queue))) {
         /* a board call may post only once those are done (board.h) */
         return run_queued(m, coll, NULL, call, 1 + (int) kind, root, comm);
     }

@@ -5,7 +5,7 @@
 /*
  * coll/offload — the MPI requests of nonblocking and persistent collectives.
  *
- * A request holds one call of the execution queue (coll_offload_queue.c),
+ * A request holds one call of the execution queue (engine/queue.h),
  * which runs it; this file makes, starts, completes and frees requests.
  *
  * Completion. Only the opal_progress callback, in an application thread,
@@ -29,7 +29,6 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "coll_offload_queue.h"
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/mca/coll/base/coll_base_util.h"
 #include "ompi/request/request.h"
@@ -57,7 +56,7 @@ typedef struct mca_coll_offload_req {
     /* The nonblocking-collective request of coll/base: MPI_I<coll> stores the
      * datatypes and ops it retains for us in it. */
     ompi_coll_base_nbc_request_t super;
-    mca_coll_offload_qcall_t qc;         /* its call on the execution queue */
+    ofl_qcall_t qc;         /* its call on the execution queue */
     mca_coll_offload_module_t *module;   /* retained while the request is in use */
     struct mca_coll_offload_req *next;   /* the idle list */
     ofl_req_kind_t kind;
@@ -126,7 +125,7 @@ const char *mca_coll_offload_request_name(ofl_req_kind_t kind, ofl_coll_t coll)
     return OFL_REQ_PERSISTENT == kind ? p_names[coll] : nb_names[coll];
 }
 
-static inline mca_coll_offload_req_t *req_of(mca_coll_offload_qcall_t *qc)
+static inline mca_coll_offload_req_t *req_of(ofl_qcall_t *qc)
 {
     return (mca_coll_offload_req_t *) ((char *) qc - offsetof(mca_coll_offload_req_t, qc));
 }
@@ -164,7 +163,7 @@ static void nb_activate(void)
     }
     OPAL_THREAD_LOCK(&nb_lock);
     if (!nb_active) {
-        mca_coll_offload_queue_open();
+        mca_coll_offload_agent_open();
         opal_progress_register(nb_progress);
         opal_atomic_wmb();
         nb_active = 1;
@@ -179,11 +178,11 @@ void mca_coll_offload_nb_close(void)
         return;
     }
     opal_atomic_rmb();
-    mca_coll_offload_queue_stop();
+    mca_coll_offload_agent_close();
     opal_progress_unregister(nb_progress);
     /* Complete what finished after the application's last MPI call. */
     nb_progress();
-    mca_coll_offload_queue_close();
+    ofl_queue_close();
     opal_atomic_wmb();
     nb_active = 0;
     while (NULL != idle_reqs) {
@@ -297,7 +296,7 @@ static void complete_status(mca_coll_offload_req_t *r)
 {
     ompi_request_t *q = &r->super.super;
     mca_coll_offload_module_t *m = r->module;
-    mca_coll_offload_qcall_t *qc = &r->qc;
+    ofl_qcall_t *qc = &r->qc;
     const char *what = mca_coll_offload_request_name(r->kind, r->coll);
     if (OPAL_UNLIKELY(OFL_WAIT_MISMATCH == qc->status && REFUSED == qc->peer)) {
         q->req_status.MPI_ERROR = mca_coll_offload_refuse(m, what, q->req_mpi_object.comm);
@@ -345,10 +344,11 @@ static void complete(mca_coll_offload_req_t *r, int signal)
  * the requests whose calls are done. */
 static int nb_progress(void)
 {
-    mca_coll_offload_qcall_t *done;
-    int n = mca_coll_offload_queue_progress(&done);
+    ofl_qcall_t *done;
+    mca_coll_offload_agent_poll();
+    int n = ofl_queue_progress(&done);
     while (NULL != done) {
-        mca_coll_offload_qcall_t *next = done->next;
+        ofl_qcall_t *next = done->next;
         done->next = NULL;
         complete(req_of(done), 1);
         done = next;
@@ -378,7 +378,7 @@ static int start_one(mca_coll_offload_req_t *r)
         ompi_request_complete(q, true);
         return OMPI_SUCCESS;
     }
-    if (mca_coll_offload_queue_post(m, &r->qc, r->prog, &r->call)) {
+    if (ofl_queue_post(&m->queue, &r->qc, r->prog, &r->call)) {
         /* Done at its post, still inside the call that started it: nobody can
          * wait on it yet, so no signal (a locked exchange, which would wait
          * here for this core's store to its board line to reach the peers). */
@@ -394,9 +394,9 @@ int mca_coll_offload_request_make(mca_coll_offload_module_t *m, struct ompi_comm
 {
     const char *what = mca_coll_offload_request_name(kind, coll);
     nb_activate();
-    int rc = mca_coll_offload_queue_module_activate(m);
-    if (OMPI_SUCCESS != rc) {
-        return mca_coll_offload_fail_here(m, comm, what, "cannot allocate a request", rc);
+    if (0 != ofl_queue_activate(&m->queue, m->nic, &m->edges, &m->board_state)) {
+        return mca_coll_offload_fail_here(m, comm, what, "cannot allocate a request",
+                                          OMPI_ERR_OUT_OF_RESOURCE);
     }
     mca_coll_offload_req_t *r = req_get(m, comm, kind, coll);
     if (NULL == r) {
@@ -408,7 +408,7 @@ int mca_coll_offload_request_make(mca_coll_offload_module_t *m, struct ompi_comm
     r->call = *call;
     r->sig = call->sig;
     if (board && OFL_REQ_PERSISTENT == kind) {
-        mca_coll_offload_queue_board_prepare(m, &r->qc, call);
+        ofl_queue_board_prepare(&m->queue, &r->qc, call);
     }
     if (NULL != buf && 0 != stage_prepare(r, buf, count, dtype, root, call->count)) {
         /* The other ranks may already have posted: an out-of-resource error
@@ -434,7 +434,7 @@ static int inner_done(ompi_request_t *inner)
     mca_coll_offload_req_t *r = (mca_coll_offload_req_t *) inner->req_complete_cb_data;
     r->super.super.req_status.MPI_ERROR = inner->req_status.MPI_ERROR;
     r->qc.status = OFL_WAIT_OK;
-    mca_coll_offload_queue_push_done(&r->qc);
+    ofl_queue_push_done(&r->qc);
     return 0;
 }
 
@@ -531,18 +531,13 @@ static int req_cancel(ompi_request_t *q, int flag)
 static void start_failed(mca_coll_offload_req_t *r, int refused)
 {
     mca_coll_offload_module_t *m = r->module;
-    mca_coll_offload_qcall_t *qc = &r->qc;
+    ofl_qcall_t *qc = &r->qc;
     r->super.super.req_state = OMPI_REQUEST_ACTIVE;
     if (refused) {
         qc->status = OFL_WAIT_MISMATCH;
         qc->peer = REFUSED;
     } else {
-        qc->status = m->failed ? (ofl_wait_status_t) m->fail_status : OFL_WAIT_PEER_DEAD;
-        qc->peer = m->fail_peer;
-        qc->cnt = m->fail_cnt;
-        qc->have = m->fail_have;
-        qc->need = m->fail_need;
-        qc->error = m->fail_error;
+        ofl_queue_fail_call(&m->queue, qc);
     }
     complete(r, 1);
 }
@@ -572,9 +567,9 @@ static int start_persistent(mca_coll_offload_req_t *r)
     mca_coll_offload_note_offload(OFL_KIND_PERSISTENT, r->coll, r->call.count * r->call.elem,
                                   q->req_mpi_object.comm);
     ofl_mod_state_t st = m->state;
-    if (r->qc.board && OFL_MOD_READY == st && 0 == __atomic_load_n(&m->nactive, __ATOMIC_ACQUIRE)) {
+    if (r->qc.board && OFL_MOD_READY == st && 0 == ofl_queue_active(&m->queue)) {
         q->req_state = OMPI_REQUEST_ACTIVE;
-        if (mca_coll_offload_queue_board_repost(m, &r->qc, &r->call)) {
+        if (ofl_queue_board_repost(&m->queue, &r->qc, &r->call)) {
             complete(r, 0);   /* as in start_one */
         }
         return OMPI_SUCCESS;

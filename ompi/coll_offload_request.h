@@ -6,7 +6,7 @@
  * coll/offload — MPI requests of nonblocking and persistent collectives
  * (internal to the component; coll_offload_request.c). The entry points
  * (coll_offload_nb.c) decide; a request made here runs its call on the
- * execution queue (coll_offload_queue.h) and completes in an application
+ * execution queue (engine/queue.h) and completes in an application
  * thread.
  */
 #ifndef MCA_COLL_OFFLOAD_REQUEST_H

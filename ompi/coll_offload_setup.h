@@ -38,13 +38,14 @@ int mca_coll_offload_setup_in_init(mca_coll_offload_module_t *m, struct ompi_com
  * coll_offload_persistent_ordered says every communicator does)? */
 int mca_coll_offload_persistent_ordered(struct ompi_communicator_t *comm);
 
-/* The progress agent (coll_offload_agent.c): configure it from the MCA values
- * and start it where it should run. */
-void mca_coll_offload_agent_start(ofl_agent_t *agent);
-/* In an application thread: print what the agent found in its set-up (the
- * real-time class refused) once it is ready. 1 while it may yet have
- * something to say. */
-int mca_coll_offload_agent_report(ofl_agent_t *agent);
+/* The execution queue and its progress agent (coll_offload_agent.c): open the
+ * queue with the MCA values and start the agent where it should run (once, at the
+ * first nonblocking or persistent call); in an application thread, print what the
+ * agent found in its set-up (the real-time class refused) once it is ready; stop it
+ * at component close. */
+void mca_coll_offload_agent_open(void);
+void mca_coll_offload_agent_poll(void);
+void mca_coll_offload_agent_close(void);
 
 END_C_DECLS
 
