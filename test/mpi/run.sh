@@ -7,7 +7,9 @@
 #   BINDIR          directory holding t_coll, t_fallback, t_leak, t_fault, t_nb, t_nb_mt,
 #                   t_net, t_wrap, t_corrupt, t_stress, t_setup_fail, t_shm,
 #                   t_mismatch, t_repsum, t_finalize, t_rules, t_device, t_large (default: this
-#                   script's directory, i.e. run it from the build tree)
+#                   script's directory, i.e. run it from the build tree); the check
+#                   command and its probe (coll-offload-check) are taken from
+#                   BINDIR/../../bench, the build tree's bench/
 # Environment:
 #   MPIRUN          launcher (default: mpirun)
 #   MPIRUN_ARGS     launcher options for every run (default: --oversubscribe)
@@ -348,6 +350,64 @@ EOF
     total_skip=$((total_skip + s))
 }
 
+# run_check WANT PATTERN [VAR=VALUE...]: bench/coll-offload-check run with the
+# variables added to its environment; WANT "selected" (exit 0 and the verdict "offload
+# selected ... on 2 of 2 ranks") or "hidden" (exit 1, the verdict "offload NOT selected",
+# and a "fix:" line). PATTERN must also be in its output. One check.
+CHECK_DIR="$BINDIR/../../bench"
+run_check() {
+    local want=$1 pat=$2 log rc t0 secs why=""
+    shift 2
+    log="$LOGDIR/coll-offload-check.$want.$(echo "${1:-none}" | tr -c 'A-Za-z0-9_\n' '_').log"
+    t0=$(date +%s)
+    env COLL_OFFLOAD_CHECK_LIBEXEC="$CHECK_DIR" "$@" \
+        timeout -k 15 "$TEST_TIMEOUT" sh "$CHECK_DIR/coll-offload-check" >"$log" 2>&1 </dev/null
+    rc=$?
+    secs=$(( $(date +%s) - t0 ))
+    if [ "$want" = selected ]; then
+        [ "$rc" = 0 ] || why="exit $rc, want 0"
+        head -n 1 "$log" | grep -q "^coll-offload-check: offload selected: .* on 2 of 2 ranks" \
+            || why="${why:+$why; }its first line is not the verdict 'offload selected'"
+    else
+        [ "$rc" = 1 ] || why="exit $rc, want 1"
+        head -n 1 "$log" | grep -q "^coll-offload-check: offload NOT selected" \
+            || why="${why:+$why; }its first line is not the verdict 'offload NOT selected'"
+        grep -q "^    fix: " "$log" || why="${why:+$why; }no 'fix:' line"
+    fi
+    grep -q -- "$pat" "$log" || why="${why:+$why; }'$pat' not in its output"
+    printf '%-8s %-38s %9s passed, %s failed  (%ss)\n' \
+        "$([ -z "$why" ] && echo '[ ok ]' || echo '[FAIL]')" "coll-offload-check $want ${1:-}" \
+        "$([ -z "$why" ] && echo 1 || echo 0)" "$([ -z "$why" ] && echo 0 || echo 1)" "$secs"
+    if [ -n "$why" ]; then
+        echo "         $why; log: $log"
+        head -n 4 "$log" | sed 's/^/         /'
+        total_fail=$((total_fail + 1))
+    else
+        total_pass=$((total_pass + 1))
+    fi
+}
+
+# check_cmd: the check command says "selected" with nothing set (where the component is
+# expected), and names the variable that hides it on purpose: the component path, a
+# coll list without offload (about a second each).
+check_cmd() {
+    if [ ! -f "$CHECK_DIR/coll-offload-check" ] || [ ! -x "$CHECK_DIR/coll-offload-probe" ]; then
+        total_skip=$((total_skip + 3))
+        echo "[skip]   3 checks: coll-offload-check and its probe are not built in $CHECK_DIR"
+        return
+    fi
+    if [ "$EXPECT_OFFLOAD" = 1 ]; then
+        run_check selected "MPI_Allreduce on MPI_COMM_WORLD ran on coll/offload"
+    else
+        total_skip=$((total_skip + 1))
+        echo "[skip]   1 check: coll-offload-check's 'selected' needs the component (EXPECT_OFFLOAD=1)"
+    fi
+    run_check hidden "set in the environment variable OMPI_MCA_mca_base_component_path" \
+        OMPI_MCA_mca_base_component_path=/nonexistent
+    run_check hidden "set in the environment variable OMPI_MCA_coll:" \
+        OMPI_MCA_coll=tuned,basic,libnbc,self
+}
+
 # run_inject NP INJECT MODE: t_setup_fail with coll_offload_inject=INJECT (a step
 # of the first set-up or staging failing on a rank), asserting MODE's outcome.
 run_inject() {
@@ -569,6 +629,7 @@ if [ "${SUITE:-node}" = quick ]; then
     run t_fallback 4 "$LIMIT_ARGS" $expect
     run t_leak 4 ""
     run_help 4
+    check_cmd
     NB_POLICY="--mca coll_offload_reduce_policy tree --mca coll_offload_bcast_policy tree:32k,get"
     # shellcheck disable=SC2086
     run t_nb 3 "$NB_POLICY $ANY_ORDER" --quick $expect
@@ -612,6 +673,7 @@ run t_fallback 4 "$LIMIT_ARGS" $expect
 run t_leak 2 ""
 run t_leak 4 ""
 run_help 4
+check_cmd
 # Nonblocking and persistent collectives, the progress agent, two threads.
 # t_nb's path checks expect every call it makes offloaded: policies without the
 # fallback ranges of the defaults (reduce 512k-1m, bcast 128k-256k), bcast by
