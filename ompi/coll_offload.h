@@ -110,10 +110,10 @@ typedef struct {
     ofl_program_t *bcast;     /* [size] */
     ofl_program_t *bcast_get; /* [size]: children read the parent's buffer */
     int single_copy;          /* every rank can read every other's memory */
-    int crowded;              /* some rank's node has more ranks than cores (agreed) */
-    /* Per collective, the size policy in force: the MCA value's, or once the set-up
-     * has found every rank with the same rules, their rule for this size. */
-    const ofl_policy_t *policy[OFL_COLL_COUNT];
+    /* What chooses each call's algorithm (sched/policy.h): the tables are the MCA
+     * values' until the set-up has found every rank with the same rules (then their
+     * rule's for this size), `crowded` agreed at the set-up. */
+    ofl_choice_t choice;
     /* The rules of this communicator, chosen at its set-up: its info key
      * coll_offload_rules (own_rules), else the rules file's; NULL: none. The set-up
      * compares rules_digest across the ranks. */

@@ -135,8 +135,8 @@ int mca_coll_offload_decide_bcast(mca_coll_offload_module_t *m,
 int mca_coll_offload_decide_barrier(mca_coll_offload_module_t *m,
                                     struct ompi_communicator_t *comm, ofl_alg_t *alg)
 {
-    *alg = ofl_policy_pick(m->policy[OFL_COLL_BARRIER], 0, m->size);
-    return OFL_ALG_FALLBACK == *alg ? OFL_R_POLICY : decide_nb_ready(m);
+    return OFL_CHOSEN == ofl_choose(&m->choice, OFL_COLL_BARRIER, 0, alg) ? decide_nb_ready(m)
+                                                                          : OFL_R_POLICY;
 }
 
 const ofl_program_t *mca_coll_offload_program(mca_coll_offload_module_t *m, ofl_coll_t coll,

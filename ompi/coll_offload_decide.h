@@ -117,51 +117,14 @@ static inline int decide_ensure_ready(mca_coll_offload_module_t *m,
     return OFL_MOD_READY == m->state;
 }
 
-/* On a crowded node, a reduce above crowded_max that the size policy hands down
- * runs the tree instead: tuned's reduces of 32-512 KiB take 1.1-3.8x the tree's
- * time when ranks share cores (np 4 on 2 cores), where with a core each they win
- * (np 2: the tree 0.67-0.85x). */
-static inline int mca_coll_offload_crowded_tree(const mca_coll_offload_module_t *m,
-                                                ofl_coll_t coll, size_t bytes, ofl_alg_t alg)
-{
-    const mca_coll_offload_params_t *p = &mca_coll_offload_component.params;
-    return m->crowded && OFL_COLL_REDUCE == coll && OFL_ALG_FALLBACK == alg
-           && p->crowded_max >= 0 && (long) bytes > (long) p->crowded_max;
-}
-
-/* On a crowded node a barrier runs the tree rather than the board. On the board every
- * rank leaves when it sees the last line, whichever of them the scheduler runs next; the
- * tree's root leaves first and releases the others, so a bcast or reduce from that root
- * right after finds its peers behind it instead of waiting for it to be scheduled. np 4
- * on 2 cores, OSU (each call followed by a barrier), 8 B: osu_bcast 3.5-5.6 us after the
- * board, 0.6-1.3 after the tree (tuned 0.9-1.2); the barrier itself 4.8-5.5 and 7.1-7.5
- * (tuned 7.1-8.5). */
-static inline int mca_coll_offload_crowded_barrier(const mca_coll_offload_module_t *m,
-                                                   ofl_alg_t alg)
-{
-    return m->crowded && mca_coll_offload_component.params.crowded_max >= 0
-           && (OFL_ALG_BOARD == alg || OFL_ALG_EXCHANGE == alg);
-}
-
-/* The hard size cap, then the per-size policy. */
+/* The hard size cap, the per-size table and the crowded rules (sched/policy.h). */
 static inline int decide_check_size(const mca_coll_offload_module_t *m, ofl_coll_t coll,
                                     size_t bytes, ofl_alg_t *alg)
 {
-    const mca_coll_offload_params_t *p = &mca_coll_offload_component.params;
-    int ranks = m->size;
-    if (bytes > p->max_bytes[coll]) {
-        return OFL_R_SIZE;
-    }
-    if (OPAL_UNLIKELY(m->crowded) && (OFL_COLL_REDUCE == coll || OFL_COLL_BCAST == coll)
-        && (long) bytes <= (long) p->crowded_max) {
-        *alg = OFL_ALG_FALLBACK;
-        return OFL_R_POLICY;
-    }
-    *alg = ofl_policy_pick(m->policy[coll], bytes, ranks);
-    if (OPAL_UNLIKELY(mca_coll_offload_crowded_tree(m, coll, bytes, *alg))) {
-        *alg = OFL_ALG_TREE;
-    }
-    return OFL_ALG_FALLBACK == *alg ? OFL_R_POLICY : OFL_R_OFFLOAD;
+    int chosen = ofl_choose(&m->choice, coll, bytes, alg);
+    return OFL_CHOSEN == chosen       ? OFL_R_OFFLOAD
+           : OFL_CHOSEN_CAP == chosen ? OFL_R_SIZE
+                                      : OFL_R_POLICY;
 }
 
 /* The ALU kernel for (dtype, op). The last successful mapping is kept per

@@ -49,8 +49,10 @@ static void module_construct(mca_coll_offload_module_t *m)
     m->super.coll_bcast_init = mca_coll_offload_bcast_init;
     m->super.coll_barrier_init = mca_coll_offload_barrier_init;
     for (int k = 0; k < OFL_COLL_COUNT; ++k) {
-        m->policy[k] = &mca_coll_offload_component.params.policy[k];
+        m->choice.table[k] = &mca_coll_offload_component.params.policy[k];
     }
+    m->choice.max_bytes = mca_coll_offload_component.params.max_bytes;
+    m->choice.crowded_max = mca_coll_offload_component.params.crowded_max;
     mca_coll_offload_passthru_install(&m->super);
     mca_coll_offload_repsum_self_init(m);
     ofl_queue_init(&m->queue, queue_stopped);

@@ -287,11 +287,11 @@ static int reduce_impl(const void *sbuf, void *rbuf, ofl_count_t count,
     const mca_coll_offload_params_t *p = &mca_coll_offload_component.params;
     size_t bytes = count > 0 ? (size_t) count * dtype->super.size : 0;
     uint64_t sig = mca_coll_offload_sig(OFL_COLL_REDUCE, dtype, op, root, bytes);
-    if (!ignore_policy && bytes <= p->max_bytes[OFL_COLL_REDUCE]
-        && OFL_ALG_FALLBACK == ofl_policy_pick(m->policy[OFL_COLL_REDUCE], bytes, m->size)
-        && !mca_coll_offload_crowded_tree(m, OFL_COLL_REDUCE, bytes, OFL_ALG_FALLBACK)) {
-        /* The default policy's tiny reduces: straight down, before mapping the
-         * op (the size a mapped call would have is this one, or it falls back
+    ofl_alg_t alg = OFL_ALG_FALLBACK;
+    if (!ignore_policy
+        && OFL_CHOSEN_POLICY == ofl_choose(&m->choice, OFL_COLL_REDUCE, bytes, &alg)) {
+        /* The reduces the size policy hands down: straight down, before mapping
+         * the op (the size a mapped call would have is this one, or it falls back
          * anyway). */
         int rc = mca_coll_offload_agree(m, mpi_names[OFL_COLL_REDUCE], sig,
                                         mca_coll_offload_begin(m, sig), R_POLICY, bytes, comm);
@@ -304,7 +304,6 @@ static int reduce_impl(const void *sbuf, void *rbuf, ofl_count_t count,
                                m->below.reduce_module);
     }
     ofl_call_t call = { 0 };
-    ofl_alg_t alg = OFL_ALG_FALLBACK;
     int reason = decide_check_reduction(m, OFL_COLL_REDUCE, dtype, op, count, &call, &alg);
     if (R_POLICY == reason && ignore_policy) {
         reason = R_OFFLOAD;
@@ -483,8 +482,9 @@ int mca_coll_offload_bcast(void *buf, ofl_count_t count, struct ompi_datatype_t 
 int mca_coll_offload_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
-    ofl_alg_t alg = ofl_policy_pick(m->policy[OFL_COLL_BARRIER], 0, m->size);
-    int reason = OFL_ALG_FALLBACK == alg ? R_POLICY : R_OFFLOAD;
+    ofl_alg_t alg;
+    int reason = OFL_CHOSEN == ofl_choose(&m->choice, OFL_COLL_BARRIER, 0, &alg) ? R_OFFLOAD
+                                                                                : R_POLICY;
     int setup_rc;
     if (R_OFFLOAD == reason && !decide_ensure_ready(m, comm, &setup_rc)) {
         if (OMPI_SUCCESS != setup_rc) {
@@ -505,8 +505,9 @@ int mca_coll_offload_barrier(struct ompi_communicator_t *comm, mca_coll_base_mod
     }
     ofl_call_t call = { .send = NULL, .recv = NULL, .fn = NULL, .elem = 1, .count = 0,
                         .sig = sig, .callno = (uint64_t) callno };
-    if (OPAL_UNLIKELY(mca_coll_offload_crowded_barrier(m, alg))) {
-        alg = OFL_ALG_TREE;
+    if (OPAL_UNLIKELY(m->choice.crowded)) {
+        /* known since the set-up, which this call may have made */
+        ofl_choose(&m->choice, OFL_COLL_BARRIER, 0, &alg);
     }
     if (mca_coll_offload_board_takes(m, alg, 0)) {
         return run_board(m, OFL_COLL_BARRIER, OFL_BOARD_ALL, 0, &call, comm);

@@ -281,7 +281,7 @@ int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicato
     for (int k = 0; k < OFL_COLL_COUNT; ++k) {
         const ofl_rule_t *r = rule_for(m, (ofl_coll_t) k);
         if (NULL != r && r->has_policy) {
-            m->policy[k] = &r->policy;
+            m->choice.table[k] = &r->policy;
         }
         if (NULL != r && p->verbose >= 1 && 0 == m->rank) {
             char text[256];

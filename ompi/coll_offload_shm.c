@@ -332,9 +332,9 @@ static void setup_ready(mca_coll_offload_module_t *m, struct ompi_communicator_t
         opal_show_help(OFL_GLUE_HELP_FILE, "corrupt-header", true, comm->c_name);
     }
     m->single_copy = all_votes[VOTE_GET];
-    m->crowded = !all_votes[VOTE_CORES];
+    m->choice.crowded = !all_votes[VOTE_CORES];
     m->repsum_mixed = !all_votes[VOTE_REPSUM] && !all_votes[VOTE_PLAIN];
-    if (m->crowded && p->crowded_max >= 0) {
+    if (m->choice.crowded && p->crowded_max >= 0) {
         opal_output_verbose(1, c->output,
                             "coll:offload: %s: more ranks than cores on the node: reduces and "
                             "bcasts of up to %d bytes go to the layer below, barriers run the "

@@ -30,13 +30,6 @@ static const mca_base_var_enum_value_t tree_kinds[] = {
     { 0, NULL },
 };
 
-/* Per-size algorithm tables (see src/sched/policy.h), measured on one node. */
-static const char *const default_policy[OFL_COLL_COUNT] = {
-    [OFL_COLL_ALLREDUCE] = "board:256,exchange:16k,split",
-    [OFL_COLL_REDUCE] = "board:256,tree:32k,fallback:256k,tree",
-    [OFL_COLL_BCAST] = "board:256,tree:16k,get",
-    [OFL_COLL_BARRIER] = "board",
-};
 
 static int reg_int(const mca_base_component_t *c, const char *name, const char *help,
                    mca_base_var_info_lvl_t lvl, int *storage)
@@ -229,7 +222,7 @@ static void set_defaults(mca_coll_offload_params_t *p)
     p->shm_cap = 0;
     p->exchange_max_ranks = 8;
     for (int k = 0; k < OFL_COLL_COUNT; ++k) {
-        p->policy_text[k] = (char *) default_policy[k];
+        p->policy_text[k] = (char *) ofl_policy_default(k);
     }
     p->max_bytes[OFL_COLL_ALLREDUCE] = 16u << 20;
     p->max_bytes[OFL_COLL_REDUCE] = 16u << 20;
@@ -448,8 +441,8 @@ int ofl_glue_parse_policies(mca_coll_offload_params_t *p)
                                   sizeof(err))) {
             opal_show_help(OFL_GLUE_HELP_FILE, "bad-policy", true, ofl_coll_name((ofl_coll_t) k),
                            p->policy_text[k] ? p->policy_text[k] : "", err,
-                           default_policy[k]);
-            ofl_policy_parse(default_policy[k], &p->policy[k], err, sizeof(err));
+                           ofl_policy_default(k));
+            ofl_policy_parse(ofl_policy_default(k), &p->policy[k], err, sizeof(err));
         }
     }
     return OPAL_SUCCESS;

@@ -20,6 +20,8 @@
 #include <stdint.h>
 
 #define OFL_POLICY_MAX_RULES 8
+/* allreduce, reduce, bcast, barrier (ofl_coll_t of sched/program.h) */
+#define OFL_POLICY_COLLS 4
 
 typedef enum {
     OFL_ALG_FALLBACK,
@@ -61,5 +63,63 @@ static inline ofl_alg_t ofl_policy_pick(const ofl_policy_t *policy, uint64_t byt
 }
 
 const char *ofl_alg_name(ofl_alg_t alg);
+
+/* The built-in table of a collective (ofl_coll_t), measured on one node; the
+ * text a policy MCA value replaces. */
+const char *ofl_policy_default(int coll);
+
+/* Everything that chooses a call's algorithm on one communicator, fixed once it is
+ * set up: the table in force per collective (the rules' or the MCA value's), the
+ * hard size caps, the ranks, and whether some node has more ranks than cores. The
+ * only inputs beyond it are the collective and the size, which MPI requires to be
+ * the same on every rank: every rank chooses alike. */
+typedef struct {
+    const ofl_policy_t *table[OFL_POLICY_COLLS];
+    const size_t *max_bytes;  /* [OFL_POLICY_COLLS]: above, the layer below (barrier unused) */
+    int ranks;
+    /* A node with more ranks than cores (agreed at set-up), and what changes there
+     * (crowded_max < 0: nothing): a reduce or bcast of at most crowded_max bytes goes
+     * below, a larger reduce that the table hands down runs the tree, a barrier runs
+     * the tree rather than the board or the exchange. */
+    int crowded;
+    long crowded_max;
+} ofl_choice_t;
+
+enum { OFL_CHOSEN = 0, OFL_CHOSEN_CAP = 1, OFL_CHOSEN_POLICY = 2 };
+
+/* The algorithm for a call of `bytes` of collective `coll` (allreduce, reduce,
+ * bcast, barrier: 0..3, ofl_coll_t's order), in *alg: OFL_CHOSEN, or why it goes
+ * below (above its cap, or the table or the crowded rule says so; *alg is then
+ * OFL_ALG_FALLBACK).
+ *
+ * Why the crowded rules (np 4 on 2 cores): tuned's reduces of 32-512 KiB take
+ * 1.1-3.8x the tree's time when ranks share cores, where with a core each they
+ * win (np 2: the tree 0.67-0.85x); small reduces and bcasts are tuned's own code
+ * either way, without the NIC's spinning. On the board every rank leaves a
+ * barrier when it sees the last line, whichever of them the scheduler runs next;
+ * the tree's root leaves first and releases the others, so a bcast or reduce from
+ * that root right after finds its peers behind it instead of waiting for it to be
+ * scheduled (OSU, each call followed by a barrier, 8 B: osu_bcast 3.5-5.6 us after
+ * the board, 0.6-1.3 after the tree, tuned 0.9-1.2). */
+static inline int ofl_choose(const ofl_choice_t *c, int coll, uint64_t bytes, ofl_alg_t *alg)
+{
+    enum { ALLREDUCE, REDUCE, BCAST, BARRIER };
+    *alg = OFL_ALG_FALLBACK;
+    if (BARRIER != coll && bytes > c->max_bytes[coll]) {
+        return OFL_CHOSEN_CAP;
+    }
+    int crowded = c->crowded && c->crowded_max >= 0;
+    if (crowded && (REDUCE == coll || BCAST == coll) && bytes <= (uint64_t) c->crowded_max) {
+        return OFL_CHOSEN_POLICY;
+    }
+    *alg = ofl_policy_pick(c->table[coll], bytes, c->ranks);
+    if (crowded && REDUCE == coll && OFL_ALG_FALLBACK == *alg) {
+        *alg = OFL_ALG_TREE;
+    } else if (crowded && BARRIER == coll
+               && (OFL_ALG_BOARD == *alg || OFL_ALG_EXCHANGE == *alg)) {
+        *alg = OFL_ALG_TREE;
+    }
+    return OFL_ALG_FALLBACK == *alg ? OFL_CHOSEN_POLICY : OFL_CHOSEN;
+}
 
 #endif

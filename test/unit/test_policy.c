@@ -2,7 +2,8 @@
  * Copyright (c) 2025-2026 The coll/offload authors. All rights reserved.
  * SPDX-License-Identifier: BSD-3-Clause
  */
-/* Unit tests of the per-size policy parser (src/sched/policy.c). */
+/* Unit tests of the per-size policy (src/sched/policy.c): the parser, the built-in
+ * tables, and the choice with its size caps and crowded-node rules. */
 #include <stdint.h>
 #include <string.h>
 
@@ -30,9 +31,83 @@ static void bad(const char *text)
     CHECK(-1 == ofl_policy_parse(text, &p, err, sizeof(err)) && err[0], "'%s' accepted", text);
 }
 
+/* The choice: caps, tables, crowded rules, each against what the rule says. */
+static void test_choose(void)
+{
+    static const char *const texts[4] = { "board:256,exchange:16k,split",
+                                          "board:256,tree:32k,fallback:256k,tree",
+                                          "board:256,tree:16k,get", "board" };
+    ofl_policy_t tab[4];
+    char err[128];
+    for (int k = 0; k < 4; ++k) {
+        CHECK(0 == ofl_policy_parse(texts[k], &tab[k], err, sizeof(err)), "%s: %s", texts[k],
+              err);
+        CHECK(NULL != ofl_policy_default(k) && 0 == strcmp(texts[k], ofl_policy_default(k)),
+              "built-in table %d: %s", k, ofl_policy_default(k));
+    }
+    CHECK(NULL == ofl_policy_default(4) && NULL == ofl_policy_default(-1), "no fifth table");
+    enum { AR, RD, BC, BA };
+    size_t caps[4] = { 1u << 20, 1u << 20, 1u << 20, 0 };
+    ofl_choice_t c = { { &tab[0], &tab[1], &tab[2], &tab[3] }, caps, 2, 0, 256 };
+    struct {
+        int crowded;
+        long crowded_max;
+        int coll;
+        uint64_t bytes;
+        int chosen;
+        ofl_alg_t alg;
+    } cases[] = {
+        /* one core per rank: the tables as written, the caps */
+        { 0, 256, AR, 8, OFL_CHOSEN, OFL_ALG_BOARD },
+        { 0, 256, AR, 16384, OFL_CHOSEN, OFL_ALG_EXCHANGE },
+        { 0, 256, AR, 16385, OFL_CHOSEN, OFL_ALG_SPLIT },
+        { 0, 256, AR, (1u << 20) + 1, OFL_CHOSEN_CAP, OFL_ALG_FALLBACK },
+        { 0, 256, RD, 8, OFL_CHOSEN, OFL_ALG_BOARD },
+        { 0, 256, RD, 65536, OFL_CHOSEN_POLICY, OFL_ALG_FALLBACK },
+        { 0, 256, RD, 300000, OFL_CHOSEN, OFL_ALG_TREE },
+        { 0, 256, BC, 8, OFL_CHOSEN, OFL_ALG_BOARD },
+        { 0, 256, BC, 20000, OFL_CHOSEN, OFL_ALG_GET },
+        { 0, 256, BA, 0, OFL_CHOSEN, OFL_ALG_BOARD },
+        /* crowded: small reduces and bcasts below, mid reduces the tree, barriers the
+         * tree; allreduces as written */
+        { 1, 256, RD, 8, OFL_CHOSEN_POLICY, OFL_ALG_FALLBACK },
+        { 1, 256, RD, 256, OFL_CHOSEN_POLICY, OFL_ALG_FALLBACK },
+        { 1, 256, RD, 257, OFL_CHOSEN, OFL_ALG_TREE },
+        { 1, 256, RD, 65536, OFL_CHOSEN, OFL_ALG_TREE },
+        { 1, 256, BC, 100, OFL_CHOSEN_POLICY, OFL_ALG_FALLBACK },
+        { 1, 256, BC, 20000, OFL_CHOSEN, OFL_ALG_GET },
+        { 1, 256, BA, 0, OFL_CHOSEN, OFL_ALG_TREE },
+        { 1, 256, AR, 8, OFL_CHOSEN, OFL_ALG_BOARD },
+        { 1, 256, RD, (1u << 20) + 1, OFL_CHOSEN_CAP, OFL_ALG_FALLBACK },
+        /* crowded with the rules off (crowded_max < 0): the tables as written */
+        { 1, -1, RD, 8, OFL_CHOSEN, OFL_ALG_BOARD },
+        { 1, -1, RD, 65536, OFL_CHOSEN_POLICY, OFL_ALG_FALLBACK },
+        { 1, -1, BA, 0, OFL_CHOSEN, OFL_ALG_BOARD },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+        c.crowded = cases[i].crowded;
+        c.crowded_max = cases[i].crowded_max;
+        ofl_alg_t alg = (ofl_alg_t) 99;
+        int chosen = ofl_choose(&c, cases[i].coll, cases[i].bytes, &alg);
+        CHECK(chosen == cases[i].chosen && alg == cases[i].alg,
+              "case %zu (coll %d, %llu bytes, crowded %d/%ld): chose %d %s, want %d %s", i,
+              cases[i].coll, (unsigned long long) cases[i].bytes, cases[i].crowded,
+              cases[i].crowded_max, chosen, ofl_alg_name(alg), cases[i].chosen,
+              ofl_alg_name(cases[i].alg));
+    }
+    /* an exchange entry bounds what each rank sends: on 5 ranks 16k covers 4k */
+    c.crowded = 0;
+    c.ranks = 5;
+    ofl_alg_t alg;
+    CHECK(OFL_CHOSEN == ofl_choose(&c, AR, 4096, &alg) && OFL_ALG_EXCHANGE == alg
+              && OFL_CHOSEN == ofl_choose(&c, AR, 4097, &alg) && OFL_ALG_SPLIT == alg,
+          "exchange bound on 5 ranks");
+}
+
 int main(void)
 {
     unit_timeout("test_policy", 60);
+    test_choose();
     good("tree", 1, (ofl_alg_t[]) { OFL_ALG_TREE }, (uint64_t[]) { UINT64_MAX });
     good("exchange:1024,tree", 2, (ofl_alg_t[]) { OFL_ALG_EXCHANGE, OFL_ALG_TREE },
          (uint64_t[]) { 1024, UINT64_MAX });
