@@ -34,6 +34,7 @@
 #include "ompi/op/op.h"
 #include "nic/nic.h"
 #include "sched/policy.h"
+#include "sched/progset.h"
 #include "sched/sched.h"
 
 BEGIN_C_DECLS
@@ -101,14 +102,7 @@ typedef struct {
     int size;
     ofl_nic_t *nic;             /* its backend's (set-up: coll_offload_shm.c); NULL before */
     ofl_edges_t edges;
-    ofl_program_t allreduce;
-    ofl_program_t barrier;
-    ofl_program_t allreduce_x;   /* exchange variants; empty when the comm is too big */
-    ofl_program_t allreduce_s;   /* segment ownership; empty for one rank */
-    ofl_program_t barrier_x;
-    ofl_program_t *reduce;    /* [size]: one per root */
-    ofl_program_t *bcast;     /* [size] */
-    ofl_program_t *bcast_get; /* [size]: children read the parent's buffer */
+    ofl_progset_t progs;      /* compiled at set-up (sched/progset.h) */
     int single_copy;          /* every rank can read every other's memory */
     /* What chooses each call's algorithm (sched/policy.h): the tables are the MCA
      * values' until the set-up has found every rank with the same rules (then their

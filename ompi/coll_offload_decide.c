@@ -139,18 +139,3 @@ int mca_coll_offload_decide_barrier(mca_coll_offload_module_t *m,
                                                                           : OFL_R_POLICY;
 }
 
-const ofl_program_t *mca_coll_offload_program(mca_coll_offload_module_t *m, ofl_coll_t coll,
-                                              ofl_alg_t alg, int root)
-{
-    switch (coll) {
-    case OFL_COLL_ALLREDUCE:
-        return decide_allreduce_program(m, alg);
-    case OFL_COLL_REDUCE:
-        return &m->reduce[root];
-    case OFL_COLL_BCAST:
-        return decide_bcast_program(m, alg, root);
-    default:
-        return decide_barrier_program(m, alg);
-    }
-}
-

@@ -54,9 +54,6 @@ int mca_coll_offload_decide_bcast(mca_coll_offload_module_t *m,
                                   ofl_alg_t *alg);
 int mca_coll_offload_decide_barrier(mca_coll_offload_module_t *m,
                                     struct ompi_communicator_t *comm, ofl_alg_t *alg);
-/* The compiled program for an offloaded call. */
-const ofl_program_t *mca_coll_offload_program(mca_coll_offload_module_t *m, ofl_coll_t coll,
-                                              ofl_alg_t alg, int root);
 /* Count (and at verbose >= 10 explain) a decision. */
 void mca_coll_offload_note(ofl_kind_t kind, ofl_coll_t coll, int reason, size_t bytes,
                            struct ompi_communicator_t *comm);
@@ -160,30 +157,12 @@ static inline int decide_check_reduction(mca_coll_offload_module_t *m, ofl_coll_
     return decide_check_size(m, coll, call->count * call->elem, alg);
 }
 
-static inline const ofl_program_t *decide_allreduce_program(mca_coll_offload_module_t *m,
-                                                            ofl_alg_t alg)
+/* The compiled program for an offloaded call (sched/progset.h). */
+static inline const ofl_program_t *mca_coll_offload_program(const mca_coll_offload_module_t *m,
+                                                            ofl_coll_t coll, ofl_alg_t alg,
+                                                            int root)
 {
-    if ((OFL_ALG_EXCHANGE == alg || OFL_ALG_BOARD == alg) && m->allreduce_x.ndesc > 0) {
-        return &m->allreduce_x;
-    }
-    if (OFL_ALG_SPLIT == alg && m->allreduce_s.ndesc > 0) {
-        return &m->allreduce_s;
-    }
-    return &m->allreduce;
-}
-
-static inline const ofl_program_t *decide_bcast_program(mca_coll_offload_module_t *m,
-                                                        ofl_alg_t alg, int root)
-{
-    return (OFL_ALG_GET == alg && m->single_copy) ? &m->bcast_get[root] : &m->bcast[root];
-}
-
-static inline const ofl_program_t *decide_barrier_program(mca_coll_offload_module_t *m,
-                                                          ofl_alg_t alg)
-{
-    return ((OFL_ALG_EXCHANGE == alg || OFL_ALG_BOARD == alg) && m->barrier_x.ndesc > 0)
-               ? &m->barrier_x
-               : &m->barrier;
+    return ofl_progset_pick(&m->progs, coll, alg, root, m->single_copy);
 }
 
 END_C_DECLS

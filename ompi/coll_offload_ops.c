@@ -81,9 +81,10 @@ static int run_queued(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_p
     return rc;
 }
 
-static int run(mca_coll_offload_module_t *m, ofl_coll_t coll, const ofl_program_t *prog,
+static int run(mca_coll_offload_module_t *m, ofl_coll_t coll, ofl_alg_t alg, int root,
                ofl_call_t *call, struct ompi_communicator_t *comm)
 {
+    const ofl_program_t *prog = mca_coll_offload_program(m, coll, alg, root);
     offload_note(coll, call, "", comm);
     call->seg_bytes = mca_coll_offload_segment(prog, call->count * call->elem);
     if (OPAL_UNLIKELY(0 != ofl_queue_active(&m->queue))) {
@@ -143,7 +144,7 @@ static inline int run_allreduce(mca_coll_offload_module_t *m, ofl_alg_t alg, ofl
     if (mca_coll_offload_board_takes(m, alg, call->count * call->elem)) {
         return run_board(m, OFL_COLL_ALLREDUCE, OFL_BOARD_ALL, 0, call, comm);
     }
-    return run(m, OFL_COLL_ALLREDUCE, decide_allreduce_program(m, alg), call, comm);
+    return run(m, OFL_COLL_ALLREDUCE, alg, 0, call, comm);
 }
 
 /* The allreduce after the reproducible-mode check: inlined into both entries
@@ -347,7 +348,7 @@ static int reduce_impl(const void *sbuf, void *rbuf, ofl_count_t count,
     if (mca_coll_offload_board_takes(m, alg, call.count * call.elem)) {
         return run_board(m, OFL_COLL_REDUCE, OFL_BOARD_REDUCE, root, &call, comm);
     }
-    return run(m, OFL_COLL_REDUCE, &m->reduce[root], &call, comm);
+    return run(m, OFL_COLL_REDUCE, alg, root, &call, comm);
 }
 
 int mca_coll_offload_reduce(const void *sbuf, void *rbuf, ofl_count_t count,
@@ -448,7 +449,7 @@ int mca_coll_offload_bcast(void *buf, ofl_count_t count, struct ompi_datatype_t 
         ptrdiff_t true_lb = 0, true_extent = 0;
         ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
         call.send = call.recv = (char *) buf + true_lb;
-        return run(m, OFL_COLL_BCAST, decide_bcast_program(m, alg, root), &call, comm);
+        return run(m, OFL_COLL_BCAST, alg, root, &call, comm);
     }
     if (m->pack_bytes < bytes) {
         void *p = NULL;
@@ -471,7 +472,7 @@ int mca_coll_offload_bcast(void *buf, ofl_count_t count, struct ompi_datatype_t 
                                           OMPI_ERROR);
     }
     call.send = call.recv = m->pack;
-    int rc = run(m, OFL_COLL_BCAST, decide_bcast_program(m, alg, root), &call, comm);
+    int rc = run(m, OFL_COLL_BCAST, alg, root, &call, comm);
     if (OMPI_SUCCESS == rc && m->rank != root
         && 0 != mca_coll_offload_stage(m->pack, buf, count, dtype, bytes, 0)) {
         return OMPI_ERROR;
@@ -512,5 +513,5 @@ int mca_coll_offload_barrier(struct ompi_communicator_t *comm, mca_coll_base_mod
     if (mca_coll_offload_board_takes(m, alg, 0)) {
         return run_board(m, OFL_COLL_BARRIER, OFL_BOARD_ALL, 0, &call, comm);
     }
-    return run(m, OFL_COLL_BARRIER, decide_barrier_program(m, alg), &call, comm);
+    return run(m, OFL_COLL_BARRIER, alg, 0, &call, comm);
 }

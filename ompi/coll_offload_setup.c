@@ -92,89 +92,14 @@ static void tree_of(const mca_coll_offload_module_t *m, ofl_coll_t coll, int kin
 static int compile_all(mca_coll_offload_module_t *m)
 {
     const mca_coll_offload_params_t *p = &mca_coll_offload_component.params;
-    ofl_sched_params_t sp = {
+    ofl_progset_params_t pp = {
         .slots = p->slots,
+        .exchange_max_ranks = p->exchange_max_ranks,
     };
-    tree_of(m, OFL_COLL_REDUCE, p->reduce_tree, p->reduce_radix, &sp.reduce_kind,
-            &sp.reduce_radix);
-    tree_of(m, OFL_COLL_BCAST, p->bcast_tree, p->bcast_radix, &sp.bcast_kind, &sp.bcast_radix);
-    if (0 != ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, m->rank, m->size, &sp, &m->allreduce)
-        || 0 != ofl_sched_compile(OFL_COLL_BARRIER, 0, m->rank, m->size, &sp, &m->barrier)) {
-        return -1;
-    }
-    if (m->size <= p->exchange_max_ranks && m->size <= OFL_TREE_MAX_CHILDREN + 1) {
-        sp.shape = OFL_SCHED_EXCHANGE;
-        if (0 != ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, m->rank, m->size, &sp,
-                                   &m->allreduce_x)
-            || 0 != ofl_sched_compile(OFL_COLL_BARRIER, 0, m->rank, m->size, &sp,
-                                      &m->barrier_x)) {
-            return -1;
-        }
-    }
-    if (m->size > 1 && m->size <= OFL_TREE_MAX_CHILDREN + 1) {
-        sp.shape = OFL_SCHED_SPLIT;
-        if (0 != ofl_sched_compile(OFL_COLL_ALLREDUCE, 0, m->rank, m->size, &sp,
-                                   &m->allreduce_s)) {
-            return -1;
-        }
-    }
-    sp.shape = OFL_SCHED_TREE;
-    m->reduce = calloc((size_t) m->size, sizeof(*m->reduce));
-    m->bcast = calloc((size_t) m->size, sizeof(*m->bcast));
-    m->bcast_get = calloc((size_t) m->size, sizeof(*m->bcast_get));
-    if (NULL == m->reduce || NULL == m->bcast || NULL == m->bcast_get) {
-        return -1;
-    }
-    for (int r = 0; r < m->size; ++r) {
-        if (0 != ofl_sched_compile(OFL_COLL_REDUCE, r, m->rank, m->size, &sp, &m->reduce[r])
-            || 0 != ofl_sched_compile(OFL_COLL_BCAST, r, m->rank, m->size, &sp, &m->bcast[r])) {
-            return -1;
-        }
-        sp.byref = 1;
-        if (0 != ofl_sched_compile(OFL_COLL_BCAST, r, m->rank, m->size, &sp, &m->bcast_get[r])) {
-            return -1;
-        }
-        sp.byref = 0;
-    }
-    return 0;
-}
-
-/* Whether this rank receives on stream (peer, chan) in some program: each such
- * stream is mailbox memory of the segment. */
-static void mark_inbound(const ofl_program_t *prog, unsigned char *in)
-{
-    for (int i = 0; i < prog->npeers && NULL != prog->use_in; ++i) {
-        for (int ch = 0; ch < OFL_CHANNELS; ++ch) {
-            if (prog->use_in[i * OFL_CHANNELS + ch].per_round > 0) {
-                in[prog->peers[i] * OFL_CHANNELS + ch] = 1;
-            }
-        }
-    }
-}
-
-/* Distinct streams this rank receives on over all its compiled programs, or -1. */
-static int inbound_streams(const mca_coll_offload_module_t *m)
-{
-    unsigned char *in = calloc((size_t) m->size * OFL_CHANNELS, 1);
-    if (NULL == in) {
-        return -1;
-    }
-    const ofl_program_t *one[] = { &m->allreduce, &m->barrier, &m->allreduce_x,
-                                   &m->allreduce_s, &m->barrier_x };
-    for (size_t k = 0; k < sizeof(one) / sizeof(one[0]); ++k) {
-        mark_inbound(one[k], in);
-    }
-    for (int r = 0; r < m->size; ++r) {
-        mark_inbound(&m->reduce[r], in);
-        mark_inbound(&m->bcast[r], in);
-        mark_inbound(&m->bcast_get[r], in);
-    }
-    int n = 0;
-    for (int k = 0; k < m->size * OFL_CHANNELS; ++k) {
-        n += in[k];
-    }
-    free(in);
-    return n;
+    tree_of(m, OFL_COLL_REDUCE, p->reduce_tree, p->reduce_radix, &pp.reduce_kind,
+            &pp.reduce_radix);
+    tree_of(m, OFL_COLL_BCAST, p->bcast_tree, p->bcast_radix, &pp.bcast_kind, &pp.bcast_radix);
+    return ofl_progset_compile(&m->progs, m->rank, m->size, &pp);
 }
 
 static void dump_programs(mca_coll_offload_module_t *m, struct ompi_communicator_t *comm)
@@ -187,15 +112,7 @@ static void dump_programs(mca_coll_offload_module_t *m, struct ompi_communicator
     }
     fprintf(f, "coll:offload: %s (cid %u) rank %d programs:\n", comm->c_name,
             OFL_COMM_CID(comm), m->rank);
-    ofl_program_dump(&m->allreduce, f);
-    if (m->allreduce_x.ndesc > 0) {
-        ofl_program_dump(&m->allreduce_x, f);
-    }
-    if (m->allreduce_s.ndesc > 0) {
-        ofl_program_dump(&m->allreduce_s, f);
-    }
-    ofl_program_dump(&m->reduce[0], f);
-    ofl_program_dump(&m->bcast[0], f);
+    ofl_progset_dump(&m->progs, f);
     fclose(f);
     opal_output(mca_coll_offload_component.output, "%s", text);
     free(text);
@@ -213,24 +130,7 @@ void mca_coll_offload_release_nic(mca_coll_offload_module_t *m)
         m->nic->ops->close(m->nic);
         m->nic = NULL;
     }
-    ofl_program_free(&m->allreduce);
-    ofl_program_free(&m->barrier);
-    ofl_program_free(&m->allreduce_x);
-    ofl_program_free(&m->allreduce_s);
-    ofl_program_free(&m->barrier_x);
-    for (int r = 0; r < m->size && NULL != m->reduce; ++r) {
-        ofl_program_free(&m->reduce[r]);
-    }
-    for (int r = 0; r < m->size && NULL != m->bcast; ++r) {
-        ofl_program_free(&m->bcast[r]);
-    }
-    for (int r = 0; r < m->size && NULL != m->bcast_get; ++r) {
-        ofl_program_free(&m->bcast_get[r]);
-    }
-    free(m->reduce);
-    free(m->bcast);
-    free(m->bcast_get);
-    m->reduce = m->bcast = m->bcast_get = NULL;
+    ofl_progset_free(&m->progs);
     ofl_edges_fini(&m->edges);
 }
 
@@ -261,7 +161,7 @@ int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicato
         opal_output_verbose(1, c->output, "coll:offload: %s: cannot compile the programs",
                             comm->c_name);
     }
-    int streams = local_ok ? inbound_streams(m) : 0;
+    int streams = local_ok ? ofl_progset_inbound(&m->progs) : 0;
     if (streams < 0) {
         local_ok = 0;
         streams = 0;

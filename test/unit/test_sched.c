@@ -17,6 +17,7 @@
  */
 #include "engine/engine.h"
 #include "engine_util.h"
+#include "sched/progset.h"
 #include "sched/sched.h"
 #include "tree/tree.h"
 #include "unit.h"
@@ -957,6 +958,66 @@ static void test_shape_byref(void)
     ofl_program_free(&p);
 }
 
+/* A communicator's program set: every shape compiled, the pick a policy's
+ * algorithm gets, the streams a rank receives on. */
+static void test_progset(void)
+{
+    ofl_progset_params_t pp = { 4, OFL_TREE_KNOMIAL, 2, OFL_TREE_KARY, 3, 4 };
+    for (int n = 1; n <= 9; ++n) {
+        for (int r = 0; r < n; ++r) {
+            ofl_progset_t set;
+            int rc = ofl_progset_compile(&set, r, n, &pp);
+            CHECK(0 == rc, "progset n %d rank %d", n, r);
+            if (0 != rc) {
+                continue;
+            }
+            int x = n <= pp.exchange_max_ranks;
+            const ofl_program_t *ex = ofl_progset_pick(&set, OFL_COLL_ALLREDUCE,
+                                                       OFL_ALG_EXCHANGE, 0, 1);
+            const ofl_program_t *bd = ofl_progset_pick(&set, OFL_COLL_ALLREDUCE, OFL_ALG_BOARD,
+                                                       0, 1);
+            const ofl_program_t *sp = ofl_progset_pick(&set, OFL_COLL_ALLREDUCE, OFL_ALG_SPLIT,
+                                                       0, 1);
+            const ofl_program_t *tr = ofl_progset_pick(&set, OFL_COLL_ALLREDUCE, OFL_ALG_TREE,
+                                                       0, 1);
+            const ofl_program_t *ba = ofl_progset_pick(&set, OFL_COLL_BARRIER, OFL_ALG_BOARD,
+                                                       0, 1);
+            int bad = (x ? ex != &set.allreduce_x || ex->ndesc < 1 : ex != &set.allreduce)
+                      || bd != ex || tr != &set.allreduce
+                      || (n > 1 ? sp != &set.allreduce_s || sp->period != n
+                                : sp != &set.allreduce)
+                      || (x ? ba != &set.barrier_x : ba != &set.barrier)
+                      || OFL_COLL_BARRIER != ba->coll || OFL_COLL_ALLREDUCE != tr->coll;
+            for (int root = 0; root < n; ++root) {
+                const ofl_program_t *g = ofl_progset_pick(&set, OFL_COLL_BCAST, OFL_ALG_GET,
+                                                          root, 1);
+                const ofl_program_t *g0 = ofl_progset_pick(&set, OFL_COLL_BCAST, OFL_ALG_GET,
+                                                           root, 0);
+                const ofl_program_t *rd = ofl_progset_pick(&set, OFL_COLL_REDUCE, OFL_ALG_TREE,
+                                                           root, 1);
+                bad += 1 != g->byref || root != g->root || OFL_COLL_BCAST != g->coll
+                       || 0 != g0->byref || root != g0->root
+                       || OFL_COLL_REDUCE != rd->coll || root != rd->root;
+            }
+            CHECK(0 == bad, "progset n %d rank %d: a pick names the wrong program", n, r);
+            /* every rank hears from every other in the exchange (channel 0), and
+             * nothing arrives on more than both channels of every peer */
+            int in = ofl_progset_inbound(&set);
+            CHECK(1 == n ? 0 == in : in >= (x ? n - 1 : 1) && in <= 2 * (n - 1),
+                  "progset n %d rank %d: %d inbound streams", n, r, in);
+            CHECK(2 != n || 2 == in, "progset of two ranks: both channels of the peer (%d)", in);
+            ofl_progset_free(&set);
+            ofl_progset_free(&set);   /* harmless twice */
+            CHECK(NULL == set.reduce && 0 == set.allreduce.ndesc, "progset freed");
+        }
+    }
+    pp.slots = 0;   /* invalid: nothing compiled, nothing left */
+    ofl_progset_t set;
+    CHECK(-1 == ofl_progset_compile(&set, 0, 3, &pp) && NULL == set.bcast
+              && 0 == set.allreduce.ndesc,
+          "progset with no slots refused, empty");
+}
+
 int main(void)
 {
     unit_timeout("test_sched", 60);
@@ -965,6 +1026,7 @@ int main(void)
     test_shape_exchange();
     test_shape_split();
     test_shape_byref();
+    test_progset();
     printf("sched: shape %.2f s\n", now_s() - t0);
     return unit_report("sched");
 }
