@@ -3,8 +3,9 @@
  * SPDX-License-Identifier: BSD-3-Clause
  */
 /*
- * coll/offload — what every entry point does around a call (coll_offload_exec.c): call records and
- * signatures, the fallback's agreement, failure reports, staging, segment sizes.
+ * coll/offload — what every entry point does around a call (coll_offload_exec.c):
+ * call records and signatures, the fallback's agreement, failure reports, staging,
+ * segment sizes.
  */
 #ifndef MCA_COLL_OFFLOAD_EXEC_H
 #define MCA_COLL_OFFLOAD_EXEC_H

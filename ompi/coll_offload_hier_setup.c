@@ -340,7 +340,8 @@ int mca_coll_offload_hier_net_run(hier_module_t *h, const ofl_program_t *prog,
         return OMPI_SUCCESS;
     }
     mca_coll_offload_say("leaders-ofi-failed", what, h->leaders->c_name,
-                         OFL_WAIT_TIMEOUT == st ? "watchdog expired waiting" : "a write to a peer failed",
+                         OFL_WAIT_TIMEOUT == st ? "watchdog expired waiting"
+                                                : "a write to a peer failed",
                          peer);
     h->net_ready = 0;   /* mid-call: nothing more runs on it */
     return MPI_ERR_OTHER;
@@ -395,7 +396,8 @@ int mca_coll_offload_hier_net_native(hier_module_t *h, void *buf, size_t count, 
         return OMPI_SUCCESS;
     }
     mca_coll_offload_say("leaders-triggered-failed", what, h->leaders->c_name,
-                         -ETIMEDOUT == rc ? "watchdog expired waiting" : "an operation to a peer failed");
+                         -ETIMEDOUT == rc ? "watchdog expired waiting"
+                                          : "an operation to a peer failed");
     h->net_ready = 0;   /* mid-call: nothing more runs on it */
     return MPI_ERR_OTHER;
 }
