@@ -7,8 +7,11 @@
 # Debian 12 (bookworm) root. The Debian 13 root also holds an Open MPI source tree
 # (apt-get source) for the few headers its devel package omits; Debian 12's has them
 # all. This tree is built there and its unit and single-node MPI tests and MPICH's
-# collective tests run there. The multi-host tests (network namespaces) run on the
-# machine's own Open MPI only.
+# collective tests run there; in the Debian 13 root also, after the checks that a
+# plain mpirun selects the component, that make install's diversion of PMIx's
+# parameter file survives apt-get install --reinstall libpmix2t64 and that make
+# uninstall leaves the package's file as it was. The multi-host tests (network
+# namespaces) run on the machine's own Open MPI only.
 # Last line: "N passed, M failed, K skipped".
 #
 # Environment: OTHER_RELEASE (trixie or bookworm; default: trixie when this machine's
@@ -129,24 +132,121 @@ printf '%s\n' '#include <mpi.h>' '#include <stdio.h>' \
     '    MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);' \
     '    printf("sum %d of %d\\n", y, size);' '    MPI_Finalize();' '    return 0;' '}' \
     > "$root/build/select.c"
+# selected [HOW]: does mpirun -np 2 (with HOW) use coll/offload and sum right? Its
+# output in $sel_out.
+selected() {
+    # shellcheck disable=SC2086  # $1 is meant to be split
+    sel_out=$(chroot "$root" env -u OMPI_MCA_mca_base_component_path OMPI_ALLOW_RUN_AS_ROOT=1 \
+        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun --oversubscribe -np 2 ${1:-} \
+        --mca coll_offload_verbose 1 /build/select 2>&1)
+    echo "$sel_out" | grep -q "software NIC ready" && echo "$sel_out" | grep -q "^sum 2 of 2"
+}
 sel_pass=0
 sel_fail=0
 chroot "$root" mpicc -o /build/select /build/select.c >/dev/null 2>&1 || sel_fail=1
 for how in "" "--mca coll offload,tuned,libnbc,basic,inter,self"; do
-    # shellcheck disable=SC2086  # $how is meant to be split
-    out=$(chroot "$root" env -u OMPI_MCA_mca_base_component_path OMPI_ALLOW_RUN_AS_ROOT=1 \
-        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun --oversubscribe -np 2 $how \
-        --mca coll_offload_verbose 1 /build/select 2>&1)
-    if echo "$out" | grep -q "software NIC ready" && echo "$out" | grep -q "^sum 2 of 2"; then
+    if selected "$how"; then
         echo "[ ok ]   mpirun -np 2 ${how:-(by priority)}: coll/offload selected, right sum"
         sel_pass=$((sel_pass + 1))
     else
         echo "[FAIL]   mpirun -np 2 ${how:-(by priority)}: coll/offload not used"
-        echo "$out" | head -5 | sed 's/^/         /'
+        echo "$sel_out" | head -5 | sed 's/^/         /'
         sel_fail=$((sel_fail + 1))
     fi
 done
 tally_add "$sel_pass passed, $sel_fail failed"
+
+if [ "$release" = trixie ]; then
+    echo "== PMIx's parameter file across package operations (Open MPI $major root)"
+    # make install diverted libpmix2t64's pmix-mca-params.conf to FILE.distrib and put
+    # a copy without mca_base_component_path in its place. A reinstall of the package
+    # must leave that so (mpirun still finds the component); make uninstall must
+    # leave the package's file as the package has it and no diversion; make install
+    # again puts things back for the parts below.
+    pm_pass=0
+    pm_fail=0
+    pm_skip=0
+    # pm ok|FAIL|skip WHAT [DETAIL]: one check's result
+    pm() {
+        case $1 in
+            ok) echo "[ ok ]   $2"; pm_pass=$((pm_pass + 1)) ;;
+            skip) echo "[skip]   $2"; pm_skip=$((pm_skip + 1)) ;;
+            *) echo "[FAIL]   $2"; pm_fail=$((pm_fail + 1)) ;;
+        esac
+        [ -z "${3:-}" ] || echo "$3" | tail -8 | sed 's/^/         /'
+    }
+    pf=$(chroot "$root" dpkg -L libpmix2t64 2>/dev/null | grep '/pmix-mca-params\.conf$' | head -1)
+    active='^[[:space:]]*mca_base_component_path[[:space:]]*='
+    # ours: PF diverted by us, our copy in place (the line commented out with the
+    # marker), the package's file with the line at PF.distrib
+    ours() {
+        [ "$(chroot "$root" dpkg-divert --listpackage "$pf" 2>/dev/null)" = LOCAL ] \
+            && [ "$(chroot "$root" dpkg-divert --truename "$pf" 2>/dev/null)" = "$pf.distrib" ] \
+            && grep -q '^# coll/offload: ' "$root$pf" && ! grep -Eq "$active" "$root$pf" \
+            && grep -Eq "$active" "$root$pf.distrib"
+    }
+    divlist() {
+        echo "dpkg-divert --list: $(chroot "$root" dpkg-divert --list "$pf" 2>&1 | grep . || echo "(no diversion of $pf)")"
+    }
+    if [ -z "$pf" ]; then
+        pm FAIL "libpmix2t64 has no pmix-mca-params.conf (dpkg -L)"
+    else
+        if ours; then
+            pm ok "make install: $pf diverted to .distrib, our copy in place"
+        else
+            pm FAIL "make install: $pf not diverted to .distrib with our copy in place" "$(divlist)"
+        fi
+        divlist | sed 's/^/         /'
+        # (a .deb debootstrap left in apt's cache needs no download; otherwise, after
+        # an apt-get update, one from the mirror)
+        reinst() {
+            chroot "$root" env DEBIAN_FRONTEND=noninteractive \
+                apt-get install --reinstall -y -q libpmix2t64 > /tmp/ofl-$tag-reinstall.log 2>&1
+        }
+        if reinst || { chroot "$root" apt-get update -qq >> /tmp/ofl-$tag-reinstall.log 2>&1 && reinst; }; then
+            grep -aE '^(Get:|Unpacking|Setting up)' /tmp/ofl-$tag-reinstall.log | sed 's/^/         /'
+            if ours; then
+                pm ok "apt-get install --reinstall libpmix2t64: the package's file went to .distrib, our copy stayed"
+            else
+                pm FAIL "apt-get install --reinstall libpmix2t64: our copy or the diversion is gone" "$(divlist)"
+            fi
+            if selected ""; then
+                pm ok "mpirun -np 2 after the reinstall: coll/offload selected, right sum"
+            else
+                pm FAIL "mpirun -np 2 after the reinstall: coll/offload not used" "$sel_out"
+            fi
+        else
+            why=$(grep -a . /tmp/ofl-$tag-reinstall.log | tail -1)
+            pm skip "apt-get install --reinstall libpmix2t64: apt could not ($why)"
+            pm skip "mpirun -np 2 after the reinstall: no reinstall"
+        fi
+        out=$(chroot "$root" sh -c "cd /build/coll-offload && make -s uninstall" 2>&1)
+        echo "$out" | grep -a "^coll/offload:" | sed "s/^/$tag: /"
+        verify=$(chroot "$root" dpkg --verify libpmix2t64 2>&1)
+        echo "         dpkg --verify libpmix2t64: ${verify:-(nothing)}"
+        if [ -n "$out" ] && ! echo "$verify" | grep -qF "$pf" && ! grep -q '^# coll/offload: ' "$root$pf" \
+            && grep -Eq "$active" "$root$pf"; then
+            pm ok "make uninstall: dpkg --verify libpmix2t64 says nothing of $pf, the package's line is back"
+        else
+            pm FAIL "make uninstall: $pf is not the package's" "$out
+dpkg --verify: $verify"
+        fi
+        if [ -z "$(chroot "$root" dpkg-divert --listpackage "$pf" 2>/dev/null)" ] && [ ! -e "$root$pf.distrib" ]; then
+            pm ok "make uninstall: no diversion of $pf left"
+        else
+            pm FAIL "make uninstall: the diversion of $pf is still there" "$(divlist)"
+        fi
+        divlist | sed 's/^/         /'
+        out=$(chroot "$root" sh -c "cd /build/coll-offload && make -s install" 2>&1)
+        echo "$out" | grep -a "^coll/offload:" | sed "s/^/$tag: /"
+        if ours; then
+            pm ok "make install again: $pf diverted, our copy in place"
+        else
+            pm FAIL "make install again: $pf not diverted with our copy in place" "$out"
+        fi
+    fi
+    tally_add "$pm_pass passed, $pm_fail failed, $pm_skip skipped"
+fi
 
 echo "== MPI tests (Open MPI $major root)"
 tally_part chroot "$root" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
