@@ -195,6 +195,20 @@ help_says() {
     }' "$1"
 }
 
+# log_name BASE ARGS...: sets RUN_LOG to a log path in LOGDIR for BASE and the
+# program's ARGS that no run before in this suite used (.2, .3, ... when it was taken).
+declare -A log_used
+log_name() {
+    local base=$1 tag name
+    shift
+    tag=$(printf '%s' "$*" | sed -E 's/(^| )--?/ /g; s/[^A-Za-z0-9._-]+/_/g; s/^_+|_+$//g' \
+        | cut -c1-60)
+    name="$base${tag:+.$tag}"
+    log_used[$name]=$(( ${log_used[$name]:-0} + 1 ))
+    [ "${log_used[$name]}" = 1 ] || name="$name.${log_used[$name]}"
+    RUN_LOG="$LOGDIR/$name.log"
+}
+
 # run NAME NP EXTRA_MPIRUN_ARGS PROGRAM_ARGS...: SUMMARIES=N when N ranks each
 # print their own summary line (they finish alone; default 1: rank 0's). With SAYS=1,
 # one check more: the help messages the program expects (help_says), every one shown
@@ -203,11 +217,15 @@ help_says() {
 # once per message lost): a run whose own checks all passed and whose unmet expectations
 # are no more than the messages the launcher lost is made again (3 tries); so in every
 # try, the check is counted as skipped, never as passed.
+# Each run writes its own log, RUN_LOG (named by the program, np and its arguments, and
+# numbered when that name was used before), which callers may read after it.
 run() {
     local prog=$1 np=$2 extra=$3
     shift 3
-    local log="$LOGDIR/$prog.np$np.log" t0 rc secs n p f s status want=${SUMMARIES:-1}
+    local log t0 rc secs n p f s status want=${SUMMARIES:-1}
     local try unmet="" nunmet=0 lost=0 all=""
+    log_name "$prog.np$np" "$@"
+    log=$RUN_LOG
     skip_now && return
     # (Open MPI 4.1's launcher aggregates; from 5.0 on, each process asks PMIx to)
     [ "${SAYS:-0}" = 1 ] \
@@ -492,7 +510,7 @@ cluster | cluster-loss)
         # one rank alone on this machine gives.
         # shellcheck disable=SC2086
         run t_repsum "$NP" "--mca coll_offload_repsum 1" world
-        h=$(sed -n 's/^t_repsum: hash //p' "$LOGDIR/t_repsum.np$NP.log" | tail -n 1)
+        h=$(sed -n 's/^t_repsum: hash //p' "$RUN_LOG" | tail -n 1)
         # shellcheck disable=SC2086
         ref=$(timeout 120 mpirun -np 1 $COLL_SELECTION --mca coll_offload_repsum 1 \
               "$BINDIR/t_repsum" world 2>/dev/null | sed -n 's/^t_repsum: hash //p')
@@ -696,7 +714,7 @@ repsum_bad=0
 run_repsum() {
     local np=$1 extra=$2 h
     run t_repsum "$np" "--mca coll_offload_repsum 1 $extra" world
-    h=$(sed -n 's/^t_repsum: hash //p' "$LOGDIR/t_repsum.np$np.log" | tail -n 1)
+    h=$(sed -n 's/^t_repsum: hash //p' "$RUN_LOG" | tail -n 1)
     repsum_hash=${repsum_hash:-$h}
     if [ -z "$h" ] || [ "$h" != "$repsum_hash" ]; then
         echo "         t_repsum np=$np $extra: result hash '$h', the first run's $repsum_hash"
@@ -758,11 +776,11 @@ rules_says() {
 # shellcheck disable=SC2086
 run t_coll 3 "--mca coll_offload_rules_file $rules_dir/good.conf --mca coll_offload_verbose 1" \
     --quick $expect
-cp "$LOGDIR/t_coll.np3.log" "$rules_dir/good.log"
+cp "$RUN_LOG" "$rules_dir/good.log"
 rules_says "$rules_dir/good.log" "good.conf line 3 in force: reduce 2-4 policy=tree" \
     "good.conf line 4 in force: bcast 3 policy=tree" "good.conf line 5 in force: allreduce 1+"
 run t_coll 2 "--mca coll_offload_rules_file $rules_dir/bad.conf" --quick $expect
-cp "$LOGDIR/t_coll.np2.log" "$rules_dir/bad.log"
+cp "$RUN_LOG" "$rules_dir/bad.log"
 rules_says "$rules_dir/bad.log" "bad.conf" "line:    3"
 # Rank 0 reads one file, the others another (a wrapper picks it from the rank).
 cat >"$rules_dir/pick.sh" <<'PICK'
@@ -788,7 +806,7 @@ rules_says "$rules_dir/differ.log" "hold different coll/offload rules" "^t_coll:
 # and the command that rebuilds it; the job runs on the layer below, right, without a NIC.
 if [ "$EXPECT_OFFLOAD" = 1 ]; then
     run t_coll 2 "--mca coll_offload_built_for 1.2.3 --mca coll_offload_verbose 1" --quick
-    cp "$LOGDIR/t_coll.np2.log" "$rules_dir/release.log"
+    cp "$RUN_LOG" "$rules_dir/release.log"
     rules_says "$rules_dir/release.log" "compiled against the internal headers of Open MPI 1.2.3" \
         "process runs Open MPI [0-9]" "sh contrib/setup.sh" "^t_coll: [0-9]* passed, 0 failed"
     if grep -q "software NIC ready" "$rules_dir/release.log"; then
@@ -835,7 +853,7 @@ if [ "$EXPECT_OFFLOAD" = 1 ]; then
     # shellcheck disable=SC2086
     run t_coll 3 "--mca coll_offload_rules_file $rules_dir/tuned.conf --mca coll_offload_verbose 1" \
         --quick $expect
-    cp "$LOGDIR/t_coll.np3.log" "$rules_dir/tuned.log"
+    cp "$RUN_LOG" "$rules_dir/tuned.log"
     rules_says "$rules_dir/tuned.log" "tuned.conf line [0-9]* in force: allreduce 3 policy="
 else
     # the tuner's run and file, the run of t_coll by its file and what that says
