@@ -138,24 +138,37 @@ summary() {
 # and "this rank:" lines, and "ranks A and B" in its text, are what the keys compare.
 # The launcher relays the processes' output and messages as they come: a message may be
 # shown twice, or after the program's next lines (and Open MPI 5's ends in a NUL,
-# logtext); a program's own line is read as one wherever it falls.
+# logtext); a program's own line is read as one wherever it falls. Every line of dashes
+# ends what came before it, so one message cut short (Open MPI 4.1's launcher sometimes
+# cuts a message mid-line with the next one's dashes; helps_lost counts it) or a line
+# between two messages cannot make the next messages be read as the gaps between them.
 help_says() {
     # (on Open MPI 4.1 each rank prints a failed call's message itself: its first line
     # starts with the "[host:pid] " of opal_output)
     logtext "$1" | awk -v prog="$2" '
+    function close_message() {
+        if (body != "") {
+            n++
+            text[n] = body; rank[n] = r; comm[n] = c; call[n] = k; pa[n] = a; pb[n] = b
+        }
+        body = ""; r = c = k = ""; a = b = -1
+    }
     index($0, prog ": ") == 1 {
         if (index($0, prog ": expect ") == 1) { want[substr($0, length(prog) + 10)] = 1 }
         next
     }
-    /^(\[[^]]*\] )?--------------------+$/ {
-        if (inside) {
-            n++
-            text[n] = body; rank[n] = r; comm[n] = c; call[n] = k; pa[n] = a; pb[n] = b
+    /--------------------+$/ {
+        cut = $0
+        sub(/-+$/, "", cut)
+        sub(/^\[[^]]*\] $/, "", cut)
+        if (cut != "") {
+            # a message cut short: not a message
+            body = ""
         }
-        inside = !inside; body = ""; r = c = k = ""; a = b = -1
+        close_message()
         next
     }
-    inside {
+    {
         body = body " " $0
         if ($0 ~ /^  this rank: +[0-9]+$/) { r = $NF }
         if ($0 ~ /^  call: +/) { k = $NF }
@@ -210,13 +223,20 @@ help_says() {
 }
 
 # helps_lost LOG: how many help messages the launcher did not show in LOG: Open MPI
-# 4.1's lost ones ("ORTE_ERROR_LOG: ... show_help.c", one line each) and those shown
+# 4.1's lost ones ("ORTE_ERROR_LOG: ... show_help.c", one line each), those it cut
+# short (a line of text that the next message's dashes end), and those shown
 # only as a count ("N more processes have sent help message FILE / TOPIC", PMIx's
 # aggregation, which keys on the file and topic alone and so folds different ranks'
 # and communicators' messages into one).
 helps_lost() {
     logtext "$1" | awk '
         /ORTE_ERROR_LOG: .*show_help\.c/ { n++ }
+        /--------------------+$/ {
+            cut = $0
+            sub(/-+$/, "", cut)
+            sub(/^\[[^]]*\] $/, "", cut)
+            if (cut != "") { n++ }
+        }
         match($0, /^[0-9]+ more process(es)? ha(s|ve) sent help message help-coll-offload/) {
             n += $1
         }
