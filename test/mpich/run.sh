@@ -304,7 +304,7 @@ while read -r line; do
     elif [ "$off" = "fail (other output)" ] && [ "$stk" = "fail (other output)" ]; then
         # Both said " No Errors" and exited 0: the rest was printed by the environment.
         extra=$(grep -aEv '^\s*(No [Ee]rrors|Test Passed)\s*$' "$base.offload.log" | tr -d '\000' \
-            | grep -m1 . | cut -c1-120)
+            | grep -m1 . | cut -c1-200)
         verdict="FAIL: the environment: both selections passed but printed more ($extra)"
         mark="[FAIL]"; failed=$((failed + 1)); n_env=$((n_env + 1))
     elif why=$(env_says "$base.offload.log") && env_says "$base.stock.log" >/dev/null; then
