@@ -66,7 +66,11 @@ tally_part bash test/mpi/run.sh "$top/test/mpi"
 echo "== MPICH collective tests (Open MPI $ompi_ver)"
 # MPICH's test/mpi/coll (Debian's mpich source, fetched once into /var/cache/coll-offload)
 # with offload and with stock Open MPI: each test must do with offload as well as without.
-tally_part bash test/mpich/run.sh
+# Every run is on this one machine: without tcp (Open MPI 5's tcp BTL prints "Unable to
+# find reachable pairing between local and remote interfaces" on every run at np > 1 on
+# some hosts, which MPICH's pass rule counts against both selections; Open MPI 4.1 runs
+# on vader and self alike).
+tally_part env COMMON_ARGS="${COMMON_ARGS:---mca op ^avx --mca btl ^tcp}" bash test/mpich/run.sh
 
 echo "== multi-node MPI tests (hosts made of network namespaces)"
 # As root they must run: a cluster that cannot be made is a failure. Otherwise

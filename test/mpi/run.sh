@@ -87,11 +87,19 @@ total_fail=0
 total_skip=0
 start_all=$(date +%s)
 
+# logtext LOG: LOG's text with every NUL byte made a line break. Open MPI 5's launcher
+# (PRRTE) ends each help message it relays with a NUL, so the next line a process
+# prints, or the next message's line of dashes, starts after one; read as a line
+# break, every line starts where its writer started it.
+logtext() {
+    tr '\000' '\n' <"$1"
+}
+
 # counts LOG PROG: "LINES PASSED FAILED SKIPPED", summed over LOG's summary lines
 # "PROG: N passed, M failed[, K skipped]" (one from rank 0, or one from each rank
 # that finishes alone).
 counts() {
-    grep -aE "^$2: [0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?\$" "$1" \
+    logtext "$1" | grep -aE "^$2: [0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?\$" \
         | sed -E 's/^[^:]*: ([0-9]+) passed, ([0-9]+) failed(, ([0-9]+) skipped)?$/\1 \2 \4/' \
         | awk '{ n++; p += $1; f += $2; s += $3 } END { print n + 0, p + 0, f + 0, s + 0 }'
 }
@@ -130,19 +138,39 @@ summary() {
 # met by a help message that mpirun printed there; prints the ones that are not. A message
 # is what stands between two lines of dashes; its "call:", "communicator: NAME (cid N)"
 # and "this rank:" lines, and "ranks A and B" in its text, are what the keys compare.
+# The launcher relays the processes' output and messages as they come: a message may be
+# shown twice, or after the program's next lines (and Open MPI 5's ends in a NUL,
+# logtext); a program's own line is read as one wherever it falls. Every line of dashes
+# ends what came before it, so one message cut short (Open MPI 4.1's launcher sometimes
+# cuts a message mid-line with the next one's dashes; helps_lost counts it) or a line
+# between two messages cannot make the next messages be read as the gaps between them.
 help_says() {
     # (on Open MPI 4.1 each rank prints a failed call's message itself: its first line
     # starts with the "[host:pid] " of opal_output)
-    awk -v prog="$2" '
-    /^(\[[^]]*\] )?--------------------+$/ {
-        if (inside) {
+    logtext "$1" | awk -v prog="$2" '
+    function close_message() {
+        if (body != "") {
             n++
             text[n] = body; rank[n] = r; comm[n] = c; call[n] = k; pa[n] = a; pb[n] = b
         }
-        inside = !inside; body = ""; r = c = k = ""; a = b = -1
+        body = ""; r = c = k = ""; a = b = -1
+    }
+    index($0, prog ": ") == 1 {
+        if (index($0, prog ": expect ") == 1) { want[substr($0, length(prog) + 10)] = 1 }
         next
     }
-    inside {
+    /--------------------+$/ {
+        cut = $0
+        sub(/-+$/, "", cut)
+        sub(/^\[[^]]*\] $/, "", cut)
+        if (cut != "") {
+            # a message cut short: not a message
+            body = ""
+        }
+        close_message()
+        next
+    }
+    {
         body = body " " $0
         if ($0 ~ /^  this rank: +[0-9]+$/) { r = $NF }
         if ($0 ~ /^  call: +/) { k = $NF }
@@ -157,7 +185,6 @@ help_says() {
         }
         next
     }
-    index($0, prog ": expect ") == 1 { want[substr($0, length(prog) + 10)] = 1 }
     END {
         bad = 0
         for (e in want) {
@@ -194,22 +221,62 @@ help_says() {
             }
         }
         exit (bad > 0)
-    }' "$1"
+    }'
+}
+
+# helps_lost LOG: how many help messages the launcher did not show in LOG: Open MPI
+# 4.1's lost ones ("ORTE_ERROR_LOG: ... show_help.c", one line each), those it cut
+# short (a line of text that the next message's dashes end), and those shown
+# only as a count ("N more processes have sent help message FILE / TOPIC", PMIx's
+# aggregation, which keys on the file and topic alone and so folds different ranks'
+# and communicators' messages into one).
+helps_lost() {
+    logtext "$1" | awk '
+        /ORTE_ERROR_LOG: .*show_help\.c/ { n++ }
+        /--------------------+$/ {
+            cut = $0
+            sub(/-+$/, "", cut)
+            sub(/^\[[^]]*\] $/, "", cut)
+            if (cut != "") { n++ }
+        }
+        match($0, /^[0-9]+ more process(es)? ha(s|ve) sent help message help-coll-offload/) {
+            n += $1
+        }
+        END { print n + 0 }'
+}
+
+# log_name BASE ARGS...: sets RUN_LOG to a log path in LOGDIR for BASE and the
+# program's ARGS that no run before in this suite used (.2, .3, ... when it was taken).
+declare -A log_used
+log_name() {
+    local base=$1 tag name
+    shift
+    tag=$(printf '%s' "$*" | sed -E 's/(^| )--?/ /g; s/[^A-Za-z0-9._-]+/_/g; s/^_+|_+$//g' \
+        | cut -c1-60)
+    name="$base${tag:+.$tag}"
+    log_used[$name]=$(( ${log_used[$name]:-0} + 1 ))
+    [ "${log_used[$name]}" = 1 ] || name="$name.${log_used[$name]}"
+    RUN_LOG="$LOGDIR/$name.log"
 }
 
 # run NAME NP EXTRA_MPIRUN_ARGS PROGRAM_ARGS...: SUMMARIES=N when N ranks each
 # print their own summary line (they finish alone; default 1: rank 0's). With SAYS=1,
 # one check more: the help messages the program expects (help_says), every one shown
-# in full (orte_base_help_aggregate=0, opal_base_help_aggregate=0). Open MPI 4.1's launcher loses some help messages
-# that ranks send at about the same time, and says so ("ORTE_ERROR_LOG: ... show_help.c",
-# once per message lost): a run whose own checks all passed and whose unmet expectations
-# are no more than the messages the launcher lost is made again (3 tries); so in every
-# try, the check is counted as skipped, never as passed.
+# in full (orte_base_help_aggregate=0, opal_base_help_aggregate=0). Open MPI 4.1's
+# launcher loses some help messages that ranks send at about the same time, and says so
+# ("ORTE_ERROR_LOG: ... show_help.c", once per message lost); one that aggregates shows
+# some only as a count (helps_lost): a run whose own checks all passed and whose unmet
+# expectations are no more than the messages the launcher did not show is made again
+# (3 tries); so in every try, the check is counted as skipped, never as passed.
+# Each run writes its own log, RUN_LOG (named by the program, np and its arguments, and
+# numbered when that name was used before), which callers may read after it.
 run() {
     local prog=$1 np=$2 extra=$3
     shift 3
-    local log="$LOGDIR/$prog.np$np.log" t0 rc secs n p f s status want=${SUMMARIES:-1}
+    local log t0 rc secs n p f s status want=${SUMMARIES:-1}
     local try unmet="" nunmet=0 lost=0 all=""
+    log_name "$prog.np$np" "$@"
+    log=$RUN_LOG
     skip_now && return
     # (Open MPI 4.1's launcher aggregates; from 5.0 on, each process asks PMIx to)
     [ "${SAYS:-0}" = 1 ] \
@@ -223,7 +290,7 @@ run() {
         rc=$?
         [ "${SAYS:-0}" = 1 ] || break
         unmet=$(help_says "$log" "$prog") && break
-        lost=$(grep -ac "ORTE_ERROR_LOG: .*show_help.c" "$log")
+        lost=$(helps_lost "$log")
         nunmet=$(printf '%s\n' "$unmet" | grep -c .)
         read -r n p f s <<EOF
 $(counts "$log" "$prog")
@@ -275,8 +342,8 @@ EOF
         "$(skipped "$s")" "$secs"
     if [ "$status" != ok ]; then
         echo "         $status; log: $log"
-        { grep -E "^FAIL|rror|ignal|Segmentation|Abort" "$log"; echo "$unmet"; } | grep . \
-            | head -n 15 | sed 's/^/         /'
+        { logtext "$log" | grep -aE "^FAIL|rror|ignal|Segmentation|Abort"; echo "$unmet"; } \
+            | grep . | head -n 15 | sed 's/^/         /'
     fi
     total_pass=$((total_pass + p))
     total_fail=$((total_fail + f))
@@ -321,7 +388,7 @@ run_help() {
         --mca coll_offload_barrier_policy bogus "$BINDIR/t_coll" --quick >"$log" 2>&1 </dev/null
     rc=$?
     secs=$(( $(date +%s) - t0 ))
-    # (counts greps with -a: Open MPI 5's launcher ends an aggregated help message
+    # (counts reads the log through logtext: Open MPI 5's launcher ends a help message
     # with a NUL byte)
     read -r n p f s <<EOF
 $(counts "$log" t_coll)
@@ -433,7 +500,7 @@ EOF
         "$p" "$f" "$(skipped "$s")" "$secs"
     if [ "$f" != 0 ]; then
         echo "         exit $rc (an injection must fire, and the run pass); log: $log"
-        grep -E "^FAIL|rror|ignal|inject" "$log" | head -n 15 | sed 's/^/         /'
+        logtext "$log" | grep -aE "^FAIL|rror|ignal|inject" | head -n 15 | sed 's/^/         /'
     fi
     total_pass=$((total_pass + p))
     total_fail=$((total_fail + f))
@@ -455,7 +522,7 @@ run_kill() {
         --mca coll_offload_inject "$inject" "$BINDIR/t_setup_fail" kill >"$log" 2>&1 </dev/null
     rc=$?
     secs=$(( $(date +%s) - t0 ))
-    pid0=$(sed -n 's/^t_setup_fail: pid0 \([0-9]*\)$/\1/p' "$log" | head -n 1)
+    pid0=$(logtext "$log" | sed -n 's/^t_setup_fail: pid0 \([0-9]*\)$/\1/p' | head -n 1)
     left() { ls /dev/shm 2>/dev/null | grep -c "^coll_offload\.$pid0\." ; }
     if [ "$rc" = 124 ] || [ "$secs" -ge 60 ]; then
         why="still running after 60 s: a hang"
@@ -504,8 +571,8 @@ run_finalize() {
         timeout -k 5 60 $MPIRUN $MPIRUN_ARGS -np "$np" $COLL_SELECTION "$BINDIR/t_finalize" \
             >"$log" 2>&1 </dev/null
         rc=$?
-        if [ "$rc" = 0 ] && grep -qE "^t_finalize: [0-9]+ passed, 0 failed(, [0-9]+ skipped)?\$" \
-            "$log"; then
+        if [ "$rc" = 0 ] && logtext "$log" \
+            | grep -qaE "^t_finalize: [0-9]+ passed, 0 failed(, [0-9]+ skipped)?\$"; then
             p=$((p + 1))
             rm -f "$log"
             continue
@@ -519,7 +586,7 @@ run_finalize() {
         if [ "$shown" -lt 3 ]; then
             shown=$((shown + 1))
             echo "         t_finalize np=$np run $i: exit $rc; log: $log"
-            grep -aE "^FAIL|rror|ignal|Segmentation|Abort|core" "$log" | head -n 8 \
+            logtext "$log" | grep -aE "^FAIL|rror|ignal|Segmentation|Abort|core" | head -n 8 \
                 | sed 's/^/           /'
         fi
     done
@@ -552,7 +619,7 @@ cluster | cluster-loss)
         # one rank alone on this machine gives.
         # shellcheck disable=SC2086
         run t_repsum "$NP" "--mca coll_offload_repsum 1" world
-        h=$(sed -n 's/^t_repsum: hash //p' "$LOGDIR/t_repsum.np$NP.log" | tail -n 1)
+        h=$(logtext "$RUN_LOG" | sed -n 's/^t_repsum: hash //p' | tail -n 1)
         # shellcheck disable=SC2086
         ref=$(timeout 120 mpirun -np 1 $COLL_SELECTION --mca coll_offload_repsum 1 \
               "$BINDIR/t_repsum" world 2>/dev/null | sed -n 's/^t_repsum: hash //p')
@@ -758,7 +825,7 @@ repsum_bad=0
 run_repsum() {
     local np=$1 extra=$2 h
     run t_repsum "$np" "--mca coll_offload_repsum 1 $extra" world
-    h=$(sed -n 's/^t_repsum: hash //p' "$LOGDIR/t_repsum.np$np.log" | tail -n 1)
+    h=$(logtext "$RUN_LOG" | sed -n 's/^t_repsum: hash //p' | tail -n 1)
     repsum_hash=${repsum_hash:-$h}
     if [ -z "$h" ] || [ "$h" != "$repsum_hash" ]; then
         echo "         t_repsum np=$np $extra: result hash '$h', the first run's $repsum_hash"
@@ -806,7 +873,7 @@ rules_says() {
     local log=$1 missing=""
     shift
     for pat in "$@"; do
-        grep -q -- "$pat" "$log" || missing="$missing '$pat'"
+        logtext "$log" | grep -qa -- "$pat" || missing="$missing '$pat'"
     done
     if [ -z "$missing" ]; then
         total_pass=$((total_pass + 1))
@@ -820,11 +887,11 @@ rules_says() {
 # shellcheck disable=SC2086
 run t_coll 3 "--mca coll_offload_rules_file $rules_dir/good.conf --mca coll_offload_verbose 1" \
     --quick $expect
-cp "$LOGDIR/t_coll.np3.log" "$rules_dir/good.log"
+cp "$RUN_LOG" "$rules_dir/good.log"
 rules_says "$rules_dir/good.log" "good.conf line 3 in force: reduce 2-4 policy=tree" \
     "good.conf line 4 in force: bcast 3 policy=tree" "good.conf line 5 in force: allreduce 1+"
 run t_coll 2 "--mca coll_offload_rules_file $rules_dir/bad.conf" --quick $expect
-cp "$LOGDIR/t_coll.np2.log" "$rules_dir/bad.log"
+cp "$RUN_LOG" "$rules_dir/bad.log"
 rules_says "$rules_dir/bad.log" "bad.conf" "line:    3"
 # Rank 0 reads one file, the others another (a wrapper picks it from the rank).
 cat >"$rules_dir/pick.sh" <<'PICK'
@@ -850,7 +917,7 @@ rules_says "$rules_dir/differ.log" "hold different coll/offload rules" "^t_coll:
 # and the command that rebuilds it; the job runs on the layer below, right, without a NIC.
 if [ "$EXPECT_OFFLOAD" = 1 ]; then
     run t_coll 2 "--mca coll_offload_built_for 1.2.3 --mca coll_offload_verbose 1" --quick
-    cp "$LOGDIR/t_coll.np2.log" "$rules_dir/release.log"
+    cp "$RUN_LOG" "$rules_dir/release.log"
     rules_says "$rules_dir/release.log" "compiled against the internal headers of Open MPI 1.2.3" \
         "process runs Open MPI [0-9]" "sh contrib/setup.sh" "^t_coll: [0-9]* passed, 0 failed"
     if grep -q "software NIC ready" "$rules_dir/release.log"; then
@@ -897,7 +964,7 @@ if [ "$EXPECT_OFFLOAD" = 1 ]; then
     # shellcheck disable=SC2086
     run t_coll 3 "--mca coll_offload_rules_file $rules_dir/tuned.conf --mca coll_offload_verbose 1" \
         --quick $expect
-    cp "$LOGDIR/t_coll.np3.log" "$rules_dir/tuned.log"
+    cp "$RUN_LOG" "$rules_dir/tuned.log"
     rules_says "$rules_dir/tuned.log" "tuned.conf line [0-9]* in force: allreduce 3 policy="
 else
     # the tuner's run and file, the run of t_coll by its file and what that says
@@ -931,6 +998,10 @@ failures and kills need the component (EXPECT_OFFLOAD=1)"
     # A peer killed mid-collective and a late peer under the watchdog: the
     # others must return an error, not hang. The job itself ends abnormally
     # (a rank is gone, survivors cannot finalize), so mpirun's status is moot.
+    # --enable-recovery keeps the survivors running after the kill, under Open MPI
+    # 4.1's launcher and under Open MPI 5's (PRRTE marks the job recoverable: a rank
+    # killed by a signal is reported to the others instead of ending the job; 5.0.7's
+    # jobs exit 0), so each survivor's summary line is required.
     TEST_TIMEOUT=60 ALLOW_RC=1 SUMMARIES=2 run t_fault 3 "--enable-recovery" kill
     TEST_TIMEOUT=60 ALLOW_RC=1 SUMMARIES=2 run t_fault 3 "--mca coll_offload_watchdog 0.5" \
         watchdog

@@ -39,8 +39,13 @@
 #
 # A run passes as MPICH's runtests judges it: exit status 0 and output (stdout and
 # stderr) of " No Errors" and nothing else but "Test Passed" lines. Each testlist
-# entry that runs is one check: passed if offload's outcome is at least as good as
-# stock's (both pass, both fail, or only offload passes), failed if only stock passes.
+# entry that runs is one check: passed if offload passes (with stock passing or not),
+# failed if only stock passes. An entry that fails with both selections says nothing
+# about offload: it is skipped, with both outcomes as the reason, unless the reason is
+# the environment: where both runs said " No Errors" and exited 0 but printed more
+# (a launcher's or transport's warning, e.g. Open MPI 5's tcp BTL's "Unable to find
+# reachable pairing"), or the launcher could not start the job, the environment keeps
+# the suite from judging, and the entry is a failure of the harness.
 # Entries that cannot run here (program not built against this Open MPI, duplicate
 # after clipping, unsupported attribute) and clipped entries that fail with both
 # (the program does not run at that size) are listed and counted as skipped.
@@ -199,9 +204,17 @@ run_pair() {
     fi
 }
 
+# env_says LOG: the first line of LOG that says the launcher could not start the job
+# (nothing when none does).
+env_says() {
+    local launch='not enough slots|was unable to launch|could not access or execute'
+    grep -aEm1 "$launch|lost communication with a remote daemon|(ORTE|PRTE) has lost" "$1"
+}
+
 passed=0
 failed=0
 n_skip=0
+n_env=0
 n_both=0
 n_bothfail=0
 n_onlyoff=0
@@ -288,25 +301,42 @@ while read -r line; do
         verdict="skipped: fails with both at np $run_np (the testlist asks for $np)"
         mark="[skip]"; n_skip=$((n_skip + 1))
         skips="$skips$label: fails with both at np $run_np (the testlist asks for $np)"$'\n'
+    elif [ "$off" = "fail (other output)" ] && [ "$stk" = "fail (other output)" ]; then
+        # Both said " No Errors" and exited 0: the rest was printed by the environment.
+        extra=$(grep -aEv '^\s*(No [Ee]rrors|Test Passed)\s*$' "$base.offload.log" | tr -d '\000' \
+            | grep -m1 . | cut -c1-200)
+        verdict="FAIL: the environment: both selections passed but printed more ($extra)"
+        mark="[FAIL]"; failed=$((failed + 1)); n_env=$((n_env + 1))
+    elif why=$(env_says "$base.offload.log") && env_says "$base.stock.log" >/dev/null; then
+        verdict="FAIL: the environment: the launcher did not run the job ($(echo "$why" \
+            | tr -d '\000' | cut -c1-120))"
+        mark="[FAIL]"; failed=$((failed + 1)); n_env=$((n_env + 1))
     else
-        verdict="ok: fails with both (not offload's)"; mark="[ ok ]"; passed=$((passed + 1))
-        n_bothfail=$((n_bothfail + 1))
+        # The test's or Open MPI's own failure at the size the testlist asks for.
+        verdict="skipped: fails with both (offload: $off, stock: $stk), not offload's"
+        mark="[skip]"; n_skip=$((n_skip + 1)); n_bothfail=$((n_bothfail + 1))
+        skips="$skips$label: fails with both (offload: $off, stock: $stk)"$'\n'
     fi
     printf '%-8s %-44s offload: %-12s stock: %-12s (%ss)%s\n' "$mark" "$label" "$off" "$stk" \
         "$secs" "${attrs:+  [$attrs]}"
+    case $verdict in
+        FAIL:*the\ environment*) echo "         ${verdict#FAIL: }" ;;
+    esac
     if [ "$off" != pass ] || [ "$stk" != pass ]; then
         for s in offload stock; do
             [ "$([ $s = offload ] && echo "$off" || echo "$stk")" = pass ] && continue
             echo "         $s log: $base.$s.log"
-            grep -Ev '^\s*No [Ee]rrors\s*$' "$base.$s.log" | head -n 6 | cut -c1-160 | sed 's/^/           /'
+            grep -aEv '^\s*No [Ee]rrors\s*$' "$base.$s.log" | tr -d '\000' | head -n 6 \
+                | cut -c1-160 | sed 's/^/           /'
         done
     fi
     rows="$rows| $prog | $np$([ "$run_np" != "$np" ] && echo " → $run_np") | ${args:-} | $off | $stk | $verdict |"$'\n'
 done < "$BUILD/coll/testlist"
 run_secs=$(( $(date +%s) - t_run ))
 
-summary="$((passed + failed)) tests run ($n_both pass with both, $n_onlyoff only with offload,"
-summary="$summary $n_bothfail fail with both, $n_onlystock fail only with offload), $n_skip skipped;"
+summary="$((passed + failed + n_bothfail)) tests run ($n_both pass with both, $n_onlyoff only with"
+summary="$summary offload, $n_bothfail fail with both (skipped), $n_onlystock fail only with offload,"
+summary="$summary $n_env fail with both for the environment), $n_skip skipped;"
 summary="$summary ${run_secs}s of runs"
 echo
 echo "MPICH ${mpich_version:-?} coll tests, Open MPI ${ompi_version:-?}: $summary"
