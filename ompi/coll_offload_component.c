@@ -278,5 +278,6 @@ mca_coll_base_module_t *mca_coll_offload_comm_query(struct ompi_communicator_t *
     m->rank = ompi_comm_rank(comm);
     m->size = ompi_comm_size(comm);
     m->choice.ranks = m->size;
+    ofl_choice_settle(&m->choice);
     return &m->super;
 }

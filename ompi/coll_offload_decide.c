@@ -135,7 +135,7 @@ int mca_coll_offload_decide_bcast(mca_coll_offload_module_t *m,
 int mca_coll_offload_decide_barrier(mca_coll_offload_module_t *m,
                                     struct ompi_communicator_t *comm, ofl_alg_t *alg)
 {
-    return OFL_CHOSEN == ofl_choose(&m->choice, OFL_COLL_BARRIER, 0, alg) ? decide_nb_ready(m)
-                                                                          : OFL_R_POLICY;
+    *alg = m->choice.barrier;
+    return OFL_ALG_FALLBACK == *alg ? OFL_R_POLICY : decide_nb_ready(m);
 }
 

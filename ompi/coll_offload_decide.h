@@ -114,14 +114,19 @@ static inline int decide_ensure_ready(mca_coll_offload_module_t *m,
     return OFL_MOD_READY == m->state;
 }
 
+/* What ofl_choose's answer (sched/policy.h) makes of a call: offload, or why not. */
+static inline int decide_reason(int chosen)
+{
+    return OFL_CHOSEN == chosen       ? OFL_R_OFFLOAD
+           : OFL_CHOSEN_CAP == chosen ? OFL_R_SIZE
+                                      : OFL_R_POLICY;
+}
+
 /* The hard size cap, the per-size table and the crowded rules (sched/policy.h). */
 static inline int decide_check_size(const mca_coll_offload_module_t *m, ofl_coll_t coll,
                                     size_t bytes, ofl_alg_t *alg)
 {
-    int chosen = ofl_choose(&m->choice, coll, bytes, alg);
-    return OFL_CHOSEN == chosen       ? OFL_R_OFFLOAD
-           : OFL_CHOSEN_CAP == chosen ? OFL_R_SIZE
-                                      : OFL_R_POLICY;
+    return decide_reason(ofl_choose(&m->choice, coll, bytes, alg));
 }
 
 /* The ALU kernel for (dtype, op). The last successful mapping is kept per

@@ -288,9 +288,9 @@ static int reduce_impl(const void *sbuf, void *rbuf, ofl_count_t count,
     const mca_coll_offload_params_t *p = &mca_coll_offload_component.params;
     size_t bytes = count > 0 ? (size_t) count * dtype->super.size : 0;
     uint64_t sig = mca_coll_offload_sig(OFL_COLL_REDUCE, dtype, op, root, bytes);
-    ofl_alg_t alg = OFL_ALG_FALLBACK;
-    if (!ignore_policy
-        && OFL_CHOSEN_POLICY == ofl_choose(&m->choice, OFL_COLL_REDUCE, bytes, &alg)) {
+    ofl_alg_t alg;
+    int chosen = ofl_choose(&m->choice, OFL_COLL_REDUCE, bytes, &alg);
+    if (!ignore_policy && OFL_CHOSEN_POLICY == chosen) {
         /* The reduces the size policy hands down: straight down, before mapping
          * the op (the size a mapped call would have is this one, or it falls back
          * anyway). */
@@ -305,7 +305,12 @@ static int reduce_impl(const void *sbuf, void *rbuf, ofl_count_t count,
                                m->below.reduce_module);
     }
     ofl_call_t call = { 0 };
-    int reason = decide_check_reduction(m, OFL_COLL_REDUCE, dtype, op, count, &call, &alg);
+    int reason = decide_map(m, dtype, op, &call);
+    if (0 == reason) {
+        /* the size is the mapped call's (one element per element of dtype) */
+        call.count = count > 0 ? (size_t) count : 0;
+        reason = decide_reason(chosen);
+    }
     if (R_POLICY == reason && ignore_policy) {
         reason = R_OFFLOAD;
     }
@@ -483,9 +488,8 @@ int mca_coll_offload_bcast(void *buf, ofl_count_t count, struct ompi_datatype_t 
 int mca_coll_offload_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_offload_module_t *m = (mca_coll_offload_module_t *) module;
-    ofl_alg_t alg;
-    int reason = OFL_CHOSEN == ofl_choose(&m->choice, OFL_COLL_BARRIER, 0, &alg) ? R_OFFLOAD
-                                                                                : R_POLICY;
+    ofl_alg_t alg = m->choice.barrier;
+    int reason = OFL_ALG_FALLBACK == alg ? R_POLICY : R_OFFLOAD;
     int setup_rc;
     if (R_OFFLOAD == reason && !decide_ensure_ready(m, comm, &setup_rc)) {
         if (OMPI_SUCCESS != setup_rc) {
@@ -508,7 +512,7 @@ int mca_coll_offload_barrier(struct ompi_communicator_t *comm, mca_coll_base_mod
                         .sig = sig, .callno = (uint64_t) callno };
     if (OPAL_UNLIKELY(m->choice.crowded)) {
         /* known since the set-up, which this call may have made */
-        ofl_choose(&m->choice, OFL_COLL_BARRIER, 0, &alg);
+        alg = m->choice.barrier;
     }
     if (mca_coll_offload_board_takes(m, alg, 0)) {
         return run_board(m, OFL_COLL_BARRIER, OFL_BOARD_ALL, 0, &call, comm);

@@ -191,6 +191,7 @@ int mca_coll_offload_setup(mca_coll_offload_module_t *m, struct ompi_communicato
                         r->line - (NULL != m->own_rules), text);
         }
     }
+    ofl_choice_settle(&m->choice);
     m->state = OFL_MOD_READY;
     m->board = ofl_board_fits(m->nic, 0) && m->size <= p->exchange_max_ranks;
     memset(&m->board_state, 0, sizeof(m->board_state));

@@ -83,6 +83,9 @@ typedef struct {
      * the tree rather than the board or the exchange. */
     int crowded;
     long crowded_max;
+    /* A barrier's algorithm: its table has no size to look at, so it is chosen once,
+     * by ofl_choice_settle, whenever the rest changes. */
+    ofl_alg_t barrier;
 } ofl_choice_t;
 
 enum { OFL_CHOSEN = 0, OFL_CHOSEN_CAP = 1, OFL_CHOSEN_POLICY = 2 };
@@ -120,6 +123,13 @@ static inline int ofl_choose(const ofl_choice_t *c, int coll, uint64_t bytes, of
         *alg = OFL_ALG_TREE;
     }
     return OFL_ALG_FALLBACK == *alg ? OFL_CHOSEN_POLICY : OFL_CHOSEN;
+}
+
+/* After filling or changing *c (at the communicator's creation, at its set-up): what
+ * depends on no call, chosen once. */
+static inline void ofl_choice_settle(ofl_choice_t *c)
+{
+    ofl_choose(c, 3, 0, &c->barrier);
 }
 
 #endif

@@ -48,7 +48,7 @@ static void test_choose(void)
     CHECK(NULL == ofl_policy_default(4) && NULL == ofl_policy_default(-1), "no fifth table");
     enum { AR, RD, BC, BA };
     size_t caps[4] = { 1u << 20, 1u << 20, 1u << 20, 0 };
-    ofl_choice_t c = { { &tab[0], &tab[1], &tab[2], &tab[3] }, caps, 2, 0, 256 };
+    ofl_choice_t c = { { &tab[0], &tab[1], &tab[2], &tab[3] }, caps, 2, 0, 256, OFL_ALG_FALLBACK };
     struct {
         int crowded;
         long crowded_max;
@@ -95,6 +95,15 @@ static void test_choose(void)
               cases[i].crowded_max, chosen, ofl_alg_name(alg), cases[i].chosen,
               ofl_alg_name(cases[i].alg));
     }
+    /* the barrier's algorithm, chosen once per change */
+    c.crowded = 0;
+    c.crowded_max = 256;
+    ofl_choice_settle(&c);
+    ofl_alg_t open_node = c.barrier;
+    c.crowded = 1;
+    ofl_choice_settle(&c);
+    CHECK(OFL_ALG_BOARD == open_node && OFL_ALG_TREE == c.barrier,
+          "settled barrier: %s, crowded %s", ofl_alg_name(open_node), ofl_alg_name(c.barrier));
     /* an exchange entry bounds what each rank sends: on 5 ranks 16k covers 4k */
     c.crowded = 0;
     c.ranks = 5;
