@@ -22,6 +22,7 @@
  * MPI_Allreduce. Only MPI and MPI_T: it runs with or without coll/offload.
  */
 #include <mpi.h>
+#include "pvar.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,17 +58,9 @@ static int open_counter(MPI_T_pvar_session session, const char *want, MPI_T_pvar
 static unsigned long long read_counter(MPI_T_pvar_session session, MPI_T_pvar_handle h,
                                        MPI_Datatype dt)
 {
-    union {
-        unsigned u;
-        unsigned long ul;
-        unsigned long long ull;
-        char pad[64];
-    } buf;
-    memset(&buf, 0, sizeof(buf));
-    if (MPI_SUCCESS != MPI_T_pvar_read(session, h, &buf)) {
-        return 0;
-    }
-    return MPI_UNSIGNED == dt ? buf.u : MPI_UNSIGNED_LONG == dt ? buf.ul : buf.ull;
+    unsigned long long v;
+    ofl_pvar_read_count(session, h, dt, &v);
+    return v;
 }
 
 /* Prints every control variable named `want`, or whose name starts with `prefix` and

@@ -22,6 +22,7 @@
 #define T_COMMON_H
 
 #include <mpi.h>
+#include "pvar.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -398,28 +399,8 @@ static inline void t_pvars_open(t_pvar_t *pv, int n)
 /* Reads a counter pvar as unsigned long long; returns 0 if it cannot be read. */
 static inline int t_pvar_read(t_pvar_t *pv, unsigned long long *val)
 {
-    union {
-        unsigned u;
-        unsigned long ul;
-        unsigned long long ull;
-        char pad[64];
-    } buf;
     *val = 0;
-    if (!pv->found) {
-        return 0;
-    }
-    memset(&buf, 0, sizeof(buf));
-    if (MPI_SUCCESS != MPI_T_pvar_read(t_pv_session, pv->handle, &buf)) {
-        return 0;
-    }
-    if (MPI_UNSIGNED == pv->dt) {
-        *val = buf.u;
-    } else if (MPI_UNSIGNED_LONG == pv->dt) {
-        *val = buf.ul;
-    } else {
-        *val = buf.ull;
-    }
-    return 1;
+    return pv->found && ofl_pvar_read_count(t_pv_session, pv->handle, pv->dt, val);
 }
 
 static inline void t_pvars_close(t_pvar_t *pv, int n)
