@@ -6,7 +6,6 @@
  * coll/offload — per-size algorithm policy (see policy.h).
  */
 #include "sched/policy.h"
-#include "sched/program.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -21,11 +20,8 @@ static const char *const alg_names[] = { "fallback", "tree", "exchange", "split"
  * the one-step exchange to 16 KiB, segment ownership above; reduce the tree except
  * 32-256 KiB, where tuned's led on the Intel machine the tables come from; bcast the
  * tree to 16 KiB, the children reading the root's buffer above; barrier the board. */
-_Static_assert(OFL_COLL_COUNT == OFL_POLICY_COLLS && 0 == OFL_COLL_ALLREDUCE
-                   && 1 == OFL_COLL_REDUCE && 2 == OFL_COLL_BCAST && 3 == OFL_COLL_BARRIER,
-               "ofl_choose indexes its tables by ofl_coll_t");
-
-static const char *const default_policy[OFL_POLICY_COLLS] = {
+static const char *const default_policy[OFL_COLL_COUNT] = {
+    /* in ofl_coll_t's order */
     "board:256,exchange:16k,split",
     "board:256,tree:32k,fallback:256k,tree",
     "board:256,tree:16k,get",
@@ -34,7 +30,7 @@ static const char *const default_policy[OFL_POLICY_COLLS] = {
 
 const char *ofl_policy_default(int coll)
 {
-    return coll >= 0 && coll < OFL_POLICY_COLLS ? default_policy[coll] : NULL;
+    return coll >= 0 && coll < OFL_COLL_COUNT ? default_policy[coll] : NULL;
 }
 
 const char *ofl_alg_name(ofl_alg_t alg)

@@ -19,9 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sched/program.h"   /* ofl_coll_t */
+
 #define OFL_POLICY_MAX_RULES 8
-/* allreduce, reduce, bcast, barrier (ofl_coll_t of sched/program.h) */
-#define OFL_POLICY_COLLS 4
 
 typedef enum {
     OFL_ALG_FALLBACK,
@@ -74,8 +74,8 @@ const char *ofl_policy_default(int coll);
  * only inputs beyond it are the collective and the size, which MPI requires to be
  * the same on every rank: every rank chooses alike. */
 typedef struct {
-    const ofl_policy_t *table[OFL_POLICY_COLLS];
-    const size_t *max_bytes;  /* [OFL_POLICY_COLLS]: above, the layer below (barrier unused) */
+    const ofl_policy_t *table[OFL_COLL_COUNT];
+    const size_t *max_bytes;  /* [OFL_COLL_COUNT]: above, the layer below (barrier unused) */
     int ranks;
     /* A node with more ranks than cores (agreed at set-up), and what changes there
      * (crowded_max < 0: nothing): a reduce or bcast of at most crowded_max bytes goes
@@ -90,8 +90,7 @@ typedef struct {
 
 enum { OFL_CHOSEN = 0, OFL_CHOSEN_CAP = 1, OFL_CHOSEN_POLICY = 2 };
 
-/* The algorithm for a call of `bytes` of collective `coll` (allreduce, reduce,
- * bcast, barrier: 0..3, ofl_coll_t's order), in *alg: OFL_CHOSEN, or why it goes
+/* The algorithm for a call of `bytes` of collective `coll` (an ofl_coll_t), in *alg: OFL_CHOSEN, or why it goes
  * below (above its cap, or the table or the crowded rule says so; *alg is then
  * OFL_ALG_FALLBACK).
  *
@@ -104,21 +103,22 @@ enum { OFL_CHOSEN = 0, OFL_CHOSEN_CAP = 1, OFL_CHOSEN_POLICY = 2 };
  * that root right after finds its peers behind it instead of waiting for it to be
  * scheduled (OSU, each call followed by a barrier, 8 B: osu_bcast 3.5-5.6 us after
  * the board, 0.6-1.3 after the tree, tuned 0.9-1.2). */
-static inline int ofl_choose(const ofl_choice_t *c, int coll, uint64_t bytes, ofl_alg_t *alg)
+static inline int ofl_choose(const ofl_choice_t *c, ofl_coll_t coll, uint64_t bytes,
+                             ofl_alg_t *alg)
 {
-    enum { ALLREDUCE, REDUCE, BCAST, BARRIER };
     *alg = OFL_ALG_FALLBACK;
-    if (BARRIER != coll && bytes > c->max_bytes[coll]) {
+    if (OFL_COLL_BARRIER != coll && bytes > c->max_bytes[coll]) {
         return OFL_CHOSEN_CAP;
     }
     int crowded = c->crowded && c->crowded_max >= 0;
-    if (crowded && (REDUCE == coll || BCAST == coll) && bytes <= (uint64_t) c->crowded_max) {
+    if (crowded && (OFL_COLL_REDUCE == coll || OFL_COLL_BCAST == coll)
+        && bytes <= (uint64_t) c->crowded_max) {
         return OFL_CHOSEN_POLICY;
     }
     *alg = ofl_policy_pick(c->table[coll], bytes, c->ranks);
-    if (crowded && REDUCE == coll && OFL_ALG_FALLBACK == *alg) {
+    if (crowded && OFL_COLL_REDUCE == coll && OFL_ALG_FALLBACK == *alg) {
         *alg = OFL_ALG_TREE;
-    } else if (crowded && BARRIER == coll
+    } else if (crowded && OFL_COLL_BARRIER == coll
                && (OFL_ALG_BOARD == *alg || OFL_ALG_EXCHANGE == *alg)) {
         *alg = OFL_ALG_TREE;
     }
@@ -129,7 +129,7 @@ static inline int ofl_choose(const ofl_choice_t *c, int coll, uint64_t bytes, of
  * depends on no call, chosen once. */
 static inline void ofl_choice_settle(ofl_choice_t *c)
 {
-    ofl_choose(c, 3, 0, &c->barrier);
+    ofl_choose(c, OFL_COLL_BARRIER, 0, &c->barrier);
 }
 
 #endif

@@ -10,10 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-_Static_assert(0 == OFL_COLL_ALLREDUCE && 1 == OFL_COLL_REDUCE && 2 == OFL_COLL_BCAST
-                   && 3 == OFL_COLL_BARRIER,
-               "ofl_progset_pick indexes by ofl_coll_t");
-
 int ofl_progset_compile(ofl_progset_t *set, int rank, int size, const ofl_progset_params_t *p)
 {
     memset(set, 0, sizeof(*set));

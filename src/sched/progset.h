@@ -47,13 +47,12 @@ int ofl_progset_inbound(const ofl_progset_t *set);
 /* The allreduce, bcast, rooted tree's and barrier's programs for the size policy's
  * algorithm (sched/policy.h); `single_copy`: every rank can read every other's
  * memory (else a get runs the tree). */
-static inline const ofl_program_t *ofl_progset_pick(const ofl_progset_t *set, int coll,
+static inline const ofl_program_t *ofl_progset_pick(const ofl_progset_t *set, ofl_coll_t coll,
                                                     ofl_alg_t alg, int root, int single_copy)
 {
-    enum { ALLREDUCE, REDUCE, BCAST, BARRIER };
     int x = OFL_ALG_EXCHANGE == alg || OFL_ALG_BOARD == alg;
     switch (coll) {
-    case ALLREDUCE:
+    case OFL_COLL_ALLREDUCE:
         if (x && set->allreduce_x.ndesc > 0) {
             return &set->allreduce_x;
         }
@@ -61,9 +60,9 @@ static inline const ofl_program_t *ofl_progset_pick(const ofl_progset_t *set, in
             return &set->allreduce_s;
         }
         return &set->allreduce;
-    case REDUCE:
+    case OFL_COLL_REDUCE:
         return &set->reduce[root];
-    case BCAST:
+    case OFL_COLL_BCAST:
         return (OFL_ALG_GET == alg && single_copy) ? &set->bcast_get[root] : &set->bcast[root];
     default:
         return (x && set->barrier_x.ndesc > 0) ? &set->barrier_x : &set->barrier;

@@ -46,7 +46,12 @@ static void test_choose(void)
               "built-in table %d: %s", k, ofl_policy_default(k));
     }
     CHECK(NULL == ofl_policy_default(4) && NULL == ofl_policy_default(-1), "no fifth table");
-    enum { AR, RD, BC, BA };
+    enum {
+        AR = OFL_COLL_ALLREDUCE,
+        RD = OFL_COLL_REDUCE,
+        BC = OFL_COLL_BCAST,
+        BA = OFL_COLL_BARRIER
+    };
     size_t caps[4] = { 1u << 20, 1u << 20, 1u << 20, 0 };
     ofl_choice_t c = { { &tab[0], &tab[1], &tab[2], &tab[3] }, caps, 2, 0, 256, OFL_ALG_FALLBACK };
     struct {
@@ -108,8 +113,11 @@ static void test_choose(void)
     c.crowded = 0;
     c.ranks = 5;
     ofl_alg_t alg;
-    CHECK(OFL_CHOSEN == ofl_choose(&c, AR, 4096, &alg) && OFL_ALG_EXCHANGE == alg
-              && OFL_CHOSEN == ofl_choose(&c, AR, 4097, &alg) && OFL_ALG_SPLIT == alg,
+    int at4k = ofl_choose(&c, OFL_COLL_ALLREDUCE, 4096, &alg);
+    ofl_alg_t alg4k = alg;
+    int above = ofl_choose(&c, OFL_COLL_ALLREDUCE, 4097, &alg);
+    CHECK(OFL_CHOSEN == at4k && OFL_ALG_EXCHANGE == alg4k && OFL_CHOSEN == above
+              && OFL_ALG_SPLIT == alg,
           "exchange bound on 5 ranks");
 }
 
